@@ -1,0 +1,90 @@
+/**
+ * Control activities, run by the supervisor on the `steward` queue: plan an eval set, observe its
+ * running tasks for the tend loop, write the eval set's summary.
+ */
+import * as path from 'node:path';
+import { promises as fs } from 'node:fs';
+import { ApplicationFailure } from '@temporalio/common';
+import { loadStewardYaml } from '../config/load';
+import { resolveSettings } from '../config/settings';
+import { ErrorType, formatIssue } from '../errors';
+import {
+  taskQueueFor,
+  taskStatusQuery,
+  type EvalSetInput,
+  type EvalSetPlan,
+  type EvalSetResult,
+  type TaskStatus,
+} from '../workflows/types';
+import { withTimeout } from '../util/timeout';
+import type { ActivityDeps } from './deps';
+import { toFailure } from './errors';
+
+/** A query to a task whose worker is down would otherwise wait for one. */
+const OBSERVE_TIMEOUT_MS = 3_000;
+
+export function createControlActivities(deps: ActivityDeps) {
+  return {
+    async planEvalSet(input: EvalSetInput): Promise<EvalSetPlan> {
+      const definition = await deps.loadDefinition(path.resolve(input.definition)).catch((err: unknown) => {
+        throw toFailure(err, ErrorType.config);
+      });
+      const { settings, errors } = resolveSettings({
+        flags: input.settings ?? {},
+        env: deps.env,
+        stewardYaml: await loadStewardYaml(process.cwd()),
+        definition: definition.settings,
+      });
+      if (errors.length > 0) {
+        throw ApplicationFailure.nonRetryable(errors.map(formatIssue).join('\n'), ErrorType.config);
+      }
+      const logDir = path.resolve(input.log_dir ?? definition.log_dir ?? path.join('logs', definition.name));
+      await ensureWritable(logDir);
+      return {
+        name: definition.name,
+        definition: definition.source,
+        logDir,
+        settings,
+        tasks: definition.tasks.map((task) => ({
+          name: task.name,
+          taskQueue: taskQueueFor(definition.name, task.name),
+          samples: task.dataset.length * task.epochs,
+          model: task.model,
+          sandboxed: false,
+        })),
+      };
+    },
+
+    /** Reads each running task's counters; a task that does not answer in time is left out. */
+    async observeTasks({ workflowIds }: { workflowIds: string[] }): Promise<TaskStatus[]> {
+      const client = deps.client;
+      if (!client) throw new Error('observeTasks needs a Temporal client');
+      const answers = await Promise.allSettled(
+        workflowIds.map((id) =>
+          withTimeout(client.workflow.getHandle(id).query(taskStatusQuery), OBSERVE_TIMEOUT_MS),
+        ),
+      );
+      return answers.flatMap((a) => (a.status === 'fulfilled' ? [a.value] : []));
+    },
+
+    async writeEvalSetSummary(result: EvalSetResult): Promise<void> {
+      await deps
+        .logStore(result.log_dir)
+        .writeEvalSetSummary({ ...result, version: 1, completed_at: new Date(deps.now()).toISOString() });
+    },
+  };
+}
+
+export type ControlActivities = ReturnType<typeof createControlActivities>;
+
+async function ensureWritable(dir: string): Promise<void> {
+  const probe = path.join(dir, `.steward-write-check-${process.pid}`);
+  try {
+    await fs.mkdir(dir, { recursive: true });
+    await fs.writeFile(probe, '');
+    await fs.rm(probe);
+  } catch (err) {
+    const reason = (err as NodeJS.ErrnoException).code === 'ENOSPC' ? 'the disk is full' : (err as Error).message;
+    throw ApplicationFailure.nonRetryable(`log directory ${dir} is not writable: ${reason}`, ErrorType.logWrite);
+  }
+}

@@ -1,0 +1,76 @@
+/** The sample activity: load the sample, solve, score, record. Heartbeats so a dead worker shows. */
+import { Context } from '@temporalio/activity';
+import { runSample as solveAndScore } from '../eval/run-sample';
+import { ErrorType } from '../errors';
+import type { SampleInput } from '../workflows/types';
+import { findTask, type ActivityDeps } from './deps';
+import { toFailure } from './errors';
+
+/** How often a running sample tells Temporal it is alive (the heartbeat timeout is 10 s). */
+const HEARTBEAT_MS = 1_000;
+
+export function createSampleActivities(deps: ActivityDeps) {
+  return {
+    async runSample(input: SampleInput): Promise<void> {
+      const ctx = Context.current();
+      const definition = await deps.loadDefinition(input.definition);
+      const task = findTask(definition, input.task);
+      const sample = task.dataset[input.index % task.dataset.length];
+      const epoch = Math.floor(input.index / task.dataset.length) + 1;
+      const store = deps.logStore(input.logDir);
+
+      // An earlier attempt may have recorded the result and died before reporting it.
+      if (await store.readSample(task.name, sample.id, epoch)) return;
+
+      const startedAt = new Date(deps.now()).toISOString();
+      const heartbeat = setInterval(() => ctx.heartbeat(), HEARTBEAT_MS);
+      try {
+        const { state, score } = await solveAndScore(task, sample, epoch, {
+          model: deps.model(task.model, task.modelArgs),
+          heartbeat: () => ctx.heartbeat(),
+          signal: ctx.cancellationSignal,
+        });
+        await store.writeSample({
+          version: 1,
+          eval_set: definition.name,
+          task: task.name,
+          sample_id: sample.id,
+          epoch,
+          input: sample.input,
+          target: sample.target,
+          messages: state.messages,
+          output: state.output?.completion ?? '',
+          score,
+          scorer: task.scorerName,
+          usage: state.usage,
+          model: task.model,
+          started_at: startedAt,
+          completed_at: new Date(deps.now()).toISOString(),
+          worker: deps.worker,
+          attempt: ctx.info.attempt,
+        });
+      } catch (err) {
+        const failure = toFailure(err, ErrorType.sample);
+        await store
+          .writeSampleError({
+            version: 1,
+            eval_set: definition.name,
+            task: task.name,
+            sample_id: sample.id,
+            epoch,
+            error: failure.message,
+            error_type: failure.type ?? undefined,
+            failed_at: new Date(deps.now()).toISOString(),
+            worker: deps.worker,
+            attempt: ctx.info.attempt,
+          })
+          .catch(() => undefined);
+        throw failure;
+      } finally {
+        clearInterval(heartbeat);
+      }
+    },
+  };
+}
+
+export type SampleActivities = ReturnType<typeof createSampleActivities>;

@@ -1,0 +1,220 @@
+/**
+ * `steward launch <definition>`: validate, ensure Temporal, start or re-attach to the eval set,
+ * run the worker fleet, show progress, and report.
+ */
+import * as path from 'node:path';
+import { spawn } from 'node:child_process';
+import { openSync } from 'node:fs';
+import { WorkflowIdReusePolicy, type Client, type WorkflowHandle } from '@temporalio/client';
+import { loadStewardYaml } from '../../config/load';
+import { parseKnobText, resolveSettings } from '../../config/settings';
+import { loadDefinition } from '../../definition/load';
+import type { ConcurrencySettings, EvalSetDefinition } from '../../definition/types';
+import { ConfigError, ErrorType, ExitCode, StewardError } from '../../errors';
+import { openLogStore, sampleKey } from '../../logs/store';
+import { checkModelEnvironment } from '../../models';
+import { connectClient, resolveTemporal } from '../../temporal/connection';
+import { stewardHome } from '../../util/home';
+import { PACKAGE_ROOT } from '../../workers/bundle';
+import { runSupervisor } from '../../workers/supervisor';
+import { innermostCause, readStatus } from '../../client/status';
+import {
+  STEWARD_TASK_QUEUE,
+  evalSetWorkflowId,
+  type EvalSetInput,
+  type EvalSetResult,
+} from '../../workflows/types';
+import type { evalSet } from '../../workflows';
+import { createProgress } from '../progress';
+import { resultJson, resultTable } from '../table';
+
+export interface LaunchOptions {
+  maxTasks?: number;
+  maxSamples?: number;
+  maxWorkers?: number;
+  maxConnections?: number;
+  maxSandboxes?: number;
+  samplesRamp?: string;
+  tendInterval?: number;
+  logDir?: string;
+  json?: boolean;
+  detach?: boolean;
+}
+
+const PROGRESS_MS = 1_000;
+
+export async function launchCommand(file: string, opts: LaunchOptions): Promise<number> {
+  const say = (line: string): void => void process.stderr.write(`${line}\n`);
+  const definition = await loadDefinition(path.resolve(file));
+  const flags = settingsFromFlags(opts);
+  const { errors } = resolveSettings({
+    flags,
+    env: process.env,
+    stewardYaml: await loadStewardYaml(process.cwd()),
+    definition: definition.settings,
+  });
+  if (errors.length > 0) throw new ConfigError(errors);
+  checkModels(definition);
+  const logDir = path.resolve(opts.logDir ?? definition.log_dir ?? path.join('logs', definition.name));
+
+  const temporal = await resolveTemporal(process.env, { onProgress: say });
+  const client = await connectClient(temporal);
+  const workflowId = evalSetWorkflowId(definition.name);
+  const input: EvalSetInput = { definition: definition.source, log_dir: logDir, settings: flags };
+
+  let handle: WorkflowHandle<typeof evalSet>;
+  const current = await readStatus(client, workflowId);
+  if (current.kind === 'running') {
+    say(`eval set ${definition.name} is already running: re-attaching`);
+    handle = client.workflow.getHandle(workflowId);
+  } else {
+    const { done, total } = await countCompleted(definition, logDir);
+    if (total > 0 && done === total) {
+      say(`nothing to do: all ${total} samples of eval set ${definition.name} are already completed (${logDir})`);
+      const summary = await openLogStore(logDir).readEvalSetSummary();
+      if (summary) report(summary, opts.json);
+      return ExitCode.ok;
+    }
+    if (done > 0) say(`resuming eval set ${definition.name}: ${done} of ${total} samples already completed will not be re-run`);
+    handle = await client.workflow.start<typeof evalSet>('evalSet', {
+      workflowId,
+      taskQueue: STEWARD_TASK_QUEUE,
+      args: [input],
+      workflowIdReusePolicy: WorkflowIdReusePolicy.ALLOW_DUPLICATE,
+    });
+    say(`started eval set ${definition.name} (workflow ${workflowId}), results in ${logDir}`);
+  }
+
+  if (opts.detach) {
+    detachWorkers(definition.name);
+    say(`running in the background: follow with \`steward status ${definition.name}\``);
+    return ExitCode.ok;
+  }
+  return watch(client, handle, temporal, opts);
+}
+
+async function watch(
+  client: Client,
+  handle: WorkflowHandle<typeof evalSet>,
+  temporal: { address: string; namespace: string },
+  opts: LaunchOptions,
+): Promise<number> {
+  const stop = new AbortController();
+  const interrupted = new Promise<'interrupted'>((resolve) => {
+    const onSignal = (): void => resolve('interrupted');
+    process.once('SIGINT', onSignal);
+    process.once('SIGTERM', onSignal);
+  });
+  const supervisor = runSupervisor({
+    client,
+    temporal,
+    evalSetIds: [handle.workflowId],
+    stewardDir: stewardHome(process.env),
+    signal: stop.signal,
+  });
+  const progress = createProgress();
+  const ticker = setInterval(() => {
+    readStatus(client, handle.workflowId)
+      .then((s) => s.kind === 'running' && progress.update(s.status))
+      .catch(() => undefined);
+  }, PROGRESS_MS);
+
+  try {
+    const outcome = await Promise.race([handle.result(), interrupted, supervisor.then(() => 'stopped' as const)]);
+    if (outcome === 'interrupted' || outcome === 'stopped') {
+      process.stderr.write('\nstopped; the eval set keeps everything completed so far: run `steward launch` again to resume\n');
+      return 130;
+    }
+    progress.update({
+      eval_set: outcome.eval_set,
+      state: 'done',
+      tasks: outcome.tasks.map((t) => ({
+        name: t.name,
+        state: 'done',
+        taskQueue: '',
+        samples: t.samples,
+        completed: t.completed,
+        errored: t.errored,
+        in_flight: 0,
+        waiting: 0,
+        setpoint: 0,
+        resumed: t.resumed,
+        saturations: 0,
+        runs: 0,
+      })),
+    });
+    progress.stop();
+    report(outcome, opts.json);
+    if (outcome.status === 'success') return ExitCode.ok;
+    const failed = outcome.tasks.reduce((n, t) => n + t.samples - t.completed, 0);
+    process.stderr.write(
+      `steward: ${failed} sample(s) did not complete; their errors are in ${outcome.log_dir}/<task>/errors. ` +
+        'Launch again to re-run only those.\n',
+    );
+    return ExitCode.samplesFailed;
+  } catch (err) {
+    progress.stop();
+    const cause = innermostCause(err);
+    const code = cause.type === ErrorType.logWrite ? ExitCode.environment : ExitCode.usage;
+    throw new StewardError(`eval set failed: ${cause.message}`, code);
+  } finally {
+    clearInterval(ticker);
+    stop.abort();
+    await supervisor.catch(() => undefined);
+  }
+}
+
+function report(result: EvalSetResult, json: boolean | undefined): void {
+  if (json) process.stdout.write(`${JSON.stringify(resultJson(result), null, 2)}\n`);
+  else process.stdout.write(`\n${resultTable(result)}\n\nlog dir: ${result.log_dir}\n`);
+}
+
+function settingsFromFlags(opts: LaunchOptions): ConcurrencySettings {
+  const flags: ConcurrencySettings = {
+    max_tasks: opts.maxTasks,
+    max_samples: opts.maxSamples,
+    max_workers: opts.maxWorkers,
+    max_connections: opts.maxConnections,
+    max_sandboxes: opts.maxSandboxes,
+    tend_interval: opts.tendInterval,
+  };
+  if (opts.samplesRamp !== undefined) {
+    const ramp = parseKnobText('samples_ramp', opts.samplesRamp);
+    if ('error' in ramp) throw new StewardError(`--samples-ramp: ${ramp.error} ("${opts.samplesRamp}")`);
+    flags.samples_ramp = ramp.value;
+  }
+  return Object.fromEntries(Object.entries(flags).filter(([, v]) => v !== undefined)) as ConcurrencySettings;
+}
+
+function checkModels(definition: EvalSetDefinition): void {
+  const problems = [...new Set(definition.tasks.map((t) => checkModelEnvironment(t.model, process.env)))].filter(
+    (p): p is string => p !== undefined,
+  );
+  if (problems.length > 0) throw new StewardError(problems.join('\n'), ExitCode.usage);
+}
+
+async function countCompleted(definition: EvalSetDefinition, logDir: string): Promise<{ done: number; total: number }> {
+  const store = openLogStore(logDir);
+  let done = 0;
+  let total = 0;
+  for (const task of definition.tasks) {
+    const keys = await store.completedKeys(task.name);
+    for (let epoch = 1; epoch <= task.epochs; epoch++) {
+      for (const sample of task.dataset) {
+        total++;
+        if (keys.has(sampleKey(sample.id, epoch))) done++;
+      }
+    }
+  }
+  return { done, total };
+}
+
+/** Runs the fleet for this eval set in a background process that outlives this command. */
+function detachWorkers(name: string): void {
+  const log = openSync(path.join(stewardHome(process.env), `workers-${name}.log`), 'a');
+  const child = spawn(process.execPath, [path.join(PACKAGE_ROOT, 'bin', 'steward.js'), 'workers', name, '--until-done'], {
+    detached: true,
+    stdio: ['ignore', log, log],
+  });
+  child.unref();
+}

@@ -1,0 +1,113 @@
+/**
+ * The `steward` command line: declares the commands and lazy-loads each one's module, so that
+ * `steward status` does not pay for what `steward launch` needs. One place maps errors to exit
+ * codes: an expected failure is a StewardError; anything else is a bug and says so.
+ */
+import { Command, InvalidArgumentError } from 'commander';
+import { ExitCode } from '../errors';
+import type { SimProviderCommandOptions } from './commands/sim-provider';
+
+function positiveInt(value: string): number {
+  const n = Number(value);
+  if (!Number.isInteger(n) || n <= 0) throw new InvalidArgumentError(`expected a positive whole number, got "${value}"`);
+  return n;
+}
+
+function nonNegativeNumber(value: string): number {
+  const n = Number(value);
+  if (!Number.isFinite(n) || n < 0) throw new InvalidArgumentError(`expected a number >= 0, got "${value}"`);
+  return n;
+}
+
+const program = new Command('steward')
+  .description('Run AI eval sets durably on Temporal at the concurrency your provider and machine sustain.')
+  .showHelpAfterError()
+  .exitOverride();
+
+program
+  .command('launch')
+  .description('validate a definition, start (or resume) its eval set, run the worker fleet, show progress')
+  .argument('<definition>', 'evalset.yaml or a TypeScript/JavaScript module exporting a definition')
+  .option('--max-tasks <n>', 'tasks run at once', positiveInt)
+  .option('--max-samples <n>', 'samples in flight per task (pins it: no ramp)', positiveInt)
+  .option('--max-workers <n>', 'worker processes to pack the task queues into', positiveInt)
+  .option('--max-connections <n>', 'fixed model connections per provider account (no adaptive controller)', positiveInt)
+  .option('--max-sandboxes <n>', 'fleet-wide sandbox budget', positiveInt)
+  .option('--samples-ramp <range>', 'ramp range "LO,HI", or "false" for no ramp')
+  .option('--tend-interval <seconds>', 'seconds between tends', nonNegativeNumber)
+  .option('--log-dir <dir>', 'where results go (default: the definition\'s log_dir, else logs/<name>)')
+  .option('--json', 'print a machine-readable summary at the end')
+  .option('--detach', 'start the eval set and its workers in the background and return at once')
+  .action(async (definition: string, opts: Record<string, unknown>) => {
+    const { launchCommand } = await import('./commands/launch.js');
+    process.exitCode = await launchCommand(definition, opts);
+  });
+
+program
+  .command('status')
+  .description('show a running or finished eval set')
+  .argument('[name]', 'eval set name (default: every running eval set)')
+  .option('--json', 'machine-readable output')
+  .action(async (name: string | undefined, opts: { json?: boolean }) => {
+    const { statusCommand } = await import('./commands/status.js');
+    process.exitCode = await statusCommand(name, opts);
+  });
+
+program
+  .command('workers')
+  .description('run the worker fleet alone (e.g. on another machine) until stopped')
+  .argument('[name]', 'serve only this eval set (default: every running eval set)')
+  .option('--until-done', 'exit when the named eval set has finished')
+  .action(async (name: string | undefined, opts: { untilDone?: boolean }) => {
+    const { workersCommand } = await import('./commands/workers.js');
+    process.exitCode = await workersCommand(name, opts);
+  });
+
+program
+  .command('server')
+  .description('run the embedded Temporal dev server in the foreground (configured by temporal-dev.yaml)')
+  .action(async () => {
+    const { serverCommand } = await import('./commands/server.js');
+    process.exitCode = await serverCommand();
+  });
+
+program
+  .command('sim-provider')
+  .description('serve a simulated OpenAI-compatible provider with rate limits, for tests, demos and dry runs')
+  .requiredOption('--port <n>', 'port to listen on (127.0.0.1)', (v) => (v === '0' ? 0 : positiveInt(v)))
+  .option('--rpm <n>', 'requests per minute', positiveInt)
+  .option('--tpm <n>', 'tokens per minute', positiveInt)
+  .option('--concurrency <n>', 'concurrent requests', positiveInt)
+  .option('--latency-ms <n>', 'latency of each reply', nonNegativeNumber)
+  .option('--jitter-ms <n>', 'extra random latency, up to this', nonNegativeNumber)
+  .option('--error-rate <f>', 'share of requests answered 500', nonNegativeNumber)
+  .option('--seed <n>', 'seed for jitter and errors', nonNegativeNumber)
+  .action(async (opts: SimProviderCommandOptions) => {
+    const { simProviderCommand } = await import('./commands/sim-provider.js');
+    await simProviderCommand(opts);
+  });
+
+async function main(argv: string[]): Promise<void> {
+  try {
+    await program.parseAsync(argv);
+  } catch (err) {
+    process.exitCode = reportError(err);
+  }
+}
+
+function reportError(err: unknown): number {
+  const e = err as { code?: string; exitCode?: number; name?: string; message?: string };
+  // commander already printed its own usage errors, and help/version exits are not errors.
+  if (typeof e.code === 'string' && e.code.startsWith('commander.')) {
+    return e.code === 'commander.helpDisplayed' || e.code === 'commander.version' ? ExitCode.ok : ExitCode.usage;
+  }
+  if (e.name === 'StewardError' || e.name === 'ConfigError') {
+    console.error(`steward: ${e.message}`);
+    return e.exitCode ?? ExitCode.usage;
+  }
+  console.error('steward: internal error (a bug in Steward; please report it with this trace):');
+  console.error(err);
+  return ExitCode.internal;
+}
+
+void main(process.argv);

@@ -1,0 +1,236 @@
+/**
+ * The shapes Steward accepts from users, as zod schemas: an eval set definition (`evalset.yaml`
+ * or a module), a dataset record, and the concurrency knobs shared by the definition and
+ * `_steward.yaml`. Keys are snake_case, the seed's names; every object is strict, so a misspelt
+ * key is refused by name instead of silently ignored.
+ *
+ * Schemas check shape only. Rules that relate fields (a ramp's `lo <= hi`, unique task names,
+ * model names) live in `validate.ts`, so a union's branch never fails for a reason that is not
+ * about its shape (see `issuesFromZod`).
+ */
+
+import { z } from 'zod';
+import type { Scorer, Solver } from '../definition/types';
+
+/** Names of eval sets and tasks end up in Temporal workflow ids and task queues. */
+const NAME_PATTERN = /^[A-Za-z0-9_.-]+$/;
+
+const name = z
+  .string()
+  .regex(NAME_PATTERN, { error: 'may only contain letters, digits, "_", "." and "-"' });
+
+const positiveInt = z.number().int().min(1);
+
+/** A plain JS function, for custom solvers and scorers in module definitions. */
+function fn<T>() {
+  return z.custom<T>((value) => typeof value === 'function');
+}
+
+/** `{ key: ... }` with one key: the YAML form of "a built-in with options". */
+function isSingleKeyObject(input: unknown): boolean {
+  if (input === null || typeof input !== 'object' || Array.isArray(input)) return false;
+  return Object.keys(input).length === 1;
+}
+
+/**
+ * Explains a value that fits none of the forms of a built-in reference (solver or scorer). The
+ * value itself is shown after the message, so the message does not repeat it.
+ */
+function unknownBuiltin(kind: string, known: string, forms: string) {
+  return (issue: { input?: unknown }): string => {
+    if (issue.input === undefined) return 'required';
+    if (typeof issue.input === 'string' || isSingleKeyObject(issue.input)) {
+      return `unknown ${kind}; the built-in ones are ${known}`;
+    }
+    return `expected ${forms}`;
+  };
+}
+
+// ---- concurrency knobs ----------------------------------------------------------------------
+
+/** `[lo, hi]` or `false`; `lo <= hi` is a rule, checked by {@link rampRangeProblem}. */
+export const samplesRampSchema = z.union([z.literal(false), z.tuple([positiveInt, positiveInt])], {
+  error: 'expected [lo, hi] or false',
+});
+
+/** The concurrency knobs (SPEC §2), each optional: unset means Steward's default. */
+export const knobShape = {
+  max_tasks: positiveInt.optional(),
+  max_samples: positiveInt.optional(),
+  max_sandboxes: positiveInt.optional(),
+  max_connections: positiveInt.optional(),
+  samples_ramp: samplesRampSchema.optional(),
+  max_workers: positiveInt.optional(),
+  /** Seconds. */
+  tend_interval: z.number().positive().optional(),
+};
+
+/** `_steward.yaml`: the knobs and nothing else. */
+export const stewardYamlSchema = z.strictObject(knobShape);
+
+/** Why a ramp range cannot be used, or `undefined` when it can. */
+export function rampRangeProblem(range: readonly [number, number]): string | undefined {
+  return range[0] > range[1] ? 'lo must not exceed hi' : undefined;
+}
+
+// ---- samples ------------------------------------------------------------------------------
+
+const chatMessage = z.discriminatedUnion(
+  'role',
+  [
+    z.strictObject({ role: z.literal('system'), content: z.string() }),
+    z.strictObject({ role: z.literal('user'), content: z.string() }),
+    z.strictObject({
+      role: z.literal('assistant'),
+      content: z.string(),
+      tool_calls: z
+        .array(z.strictObject({ id: z.string(), name: z.string(), arguments: z.string() }))
+        .optional(),
+    }),
+    z.strictObject({ role: z.literal('tool'), content: z.string(), tool_call_id: z.string() }),
+  ],
+  { error: 'expected system, user, assistant or tool' },
+);
+
+/** One dataset record, with Inspect's sample fields. */
+export const sampleRecordSchema = z.strictObject({
+  input: z.union([z.string().min(1), z.array(chatMessage).min(1)], {
+    error: (issue) =>
+      issue.input === undefined ? 'required' : 'expected a string or a list of chat messages',
+  }),
+  /** @default "" */
+  target: z
+    .union([z.string(), z.array(z.string())], {
+      error: 'expected a string or a list of strings',
+    })
+    .optional(),
+  /** @default the record's 1-based position in the dataset */
+  id: z
+    .union([z.string().min(1), z.number().int()], {
+      error: 'expected a string or an integer',
+    })
+    .optional(),
+  metadata: z.record(z.string(), z.unknown()).optional(),
+});
+
+export type SampleRecord = z.infer<typeof sampleRecordSchema>;
+
+// ---- definitions ----------------------------------------------------------------------------
+
+export const DATASET_FORMATS = ['jsonl', 'csv'] as const;
+export type DatasetFormat = (typeof DATASET_FORMATS)[number];
+
+/** The format a dataset file's name implies, if any. */
+export function datasetFormatOf(file: string): DatasetFormat | undefined {
+  if (/\.(jsonl|ndjson)$/i.test(file)) return 'jsonl';
+  if (/\.csv$/i.test(file)) return 'csv';
+  return undefined;
+}
+
+const generateConfig = z.strictObject({
+  max_tokens: positiveInt.optional(),
+  temperature: z.number().min(0).optional(),
+});
+
+const solverEntry = z.union(
+  [
+    z.literal('generate'),
+    z.strictObject({ system_message: z.string() }),
+    // `- generate:` with nothing after it is YAML's null.
+    z.strictObject({ generate: generateConfig.nullable() }),
+    fn<Solver>(),
+  ],
+  {
+    error: unknownBuiltin(
+      'solver',
+      'system_message, generate',
+      'generate, { system_message: <text> }, { generate: <config> } or a function',
+    ),
+  },
+);
+
+const solverSpec = z.union([solverEntry, z.array(solverEntry).min(1)], {
+  error: 'expected a solver or a list of solvers',
+});
+
+const matchOptions = z.strictObject({
+  location: z.enum(['begin', 'end', 'any', 'exact']).optional(),
+  ignore_case: z.boolean().optional(),
+  numeric: z.boolean().optional(),
+});
+
+const includesOptions = z.strictObject({ ignore_case: z.boolean().optional() });
+
+const scorerSpec = z.union(
+  [
+    z.enum(['match', 'includes', 'exact']),
+    z.strictObject({ match: matchOptions.nullable() }),
+    z.strictObject({ includes: includesOptions.nullable() }),
+    fn<Scorer>(),
+  ],
+  {
+    error: unknownBuiltin(
+      'scorer',
+      'match, includes, exact',
+      'match, includes, exact, { match: <options> }, { includes: <options> } or a function',
+    ),
+  },
+);
+
+const datasetSpec = z.union(
+  [
+    z.string().min(1),
+    z.strictObject({ path: z.string().min(1), format: z.enum(DATASET_FORMATS).optional() }),
+    z.array(sampleRecordSchema),
+  ],
+  {
+    error: (issue) =>
+      issue.input === undefined
+        ? 'required'
+        : 'expected a file path, { path, format } or a list of samples',
+  },
+);
+
+const modelArgs = z.record(z.string(), z.unknown());
+
+const taskSchema = z.strictObject({
+  /** Unique within the eval set. */
+  name,
+  /** A JSONL or CSV file relative to the definition, `{ path, format }`, or inline samples. */
+  dataset: datasetSpec,
+  /** @default generate */
+  solver: solverSpec.optional(),
+  scorer: scorerSpec,
+  /** Names a custom scorer in logs. @default the function's name */
+  scorer_name: z.string().min(1).optional(),
+  /** @default 1 */
+  epochs: positiveInt.optional(),
+  /** Inspect-style model name. @default the eval set's `model` */
+  model: z.string().min(1).optional(),
+  /** @default the eval set's `model_args` when the task uses the eval set's model, else {} */
+  model_args: modelArgs.optional(),
+  /** @default {} */
+  config: generateConfig.optional(),
+});
+
+/** An eval set definition as written in `evalset.yaml` or exported by a module. */
+export const definitionSchema = z.strictObject({
+  name,
+  /** Relative to the definition file. */
+  log_dir: z.string().min(1).optional(),
+  /** Default model of the tasks. */
+  model: z.string().min(1).optional(),
+  /** Goes with `model`: used by tasks that use the default model. */
+  model_args: modelArgs.optional(),
+  tasks: z.array(taskSchema).min(1),
+  ...knobShape,
+});
+
+/** What a module definition exports (`defineEvalSet` takes one). */
+export type EvalSetSpec = z.input<typeof definitionSchema>;
+export type TaskSpec = z.input<typeof taskSchema>;
+export type SolverSpec = z.input<typeof solverEntry>;
+export type ScorerSpec = z.input<typeof scorerSpec>;
+export type DatasetSpec = z.input<typeof datasetSpec>;
+export type ParsedDefinition = z.output<typeof definitionSchema>;
+export type ParsedTask = z.output<typeof taskSchema>;

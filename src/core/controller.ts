@@ -1,0 +1,373 @@
+/**
+ * Model connection limits, one per provider account per worker process (SPEC §2).
+ *
+ * {@link AdaptiveConnections} follows Inspect AI's published adaptive controller: start 20, min
+ * 10, max 100 (the ramp moves the max with {@link ConnectionLimiter.setCeiling}); it doubles per
+ * saturated round until the first rate-limit signal, then grows 5% per round rounded up to a
+ * "nice" number; a rate limit cuts it to 0.8x and starts a 15 s cooldown. Transient errors never
+ * cut. {@link FixedConnections} is the same interface for an explicit `max_connections`.
+ *
+ * The clock is injected and nothing here does I/O, so every rule is testable by driving calls.
+ */
+
+/** How one attempt at a model call ended, as the caller classified it. */
+export type CallOutcome =
+  /** `retried`: an earlier attempt of the same call failed, so this success proves nothing about the limit. */
+  | { kind: 'success'; retried?: boolean }
+  /** 429, 529 or a provider's rate-limit error. `retryAfterMs` is the server's hint, if any. */
+  | { kind: 'rateLimit'; retryAfterMs?: number }
+  /** 5xx, timeout, connection reset: retried, but says nothing about the rate limit. */
+  | { kind: 'transient' }
+  /** A failure that will not be retried (bad request, our own abort). Neutral for the controller. */
+  | { kind: 'error' };
+
+/** Gives a slot back. Call it exactly once; later calls are ignored, so `finally` blocks are safe. */
+export type Release = (outcome: CallOutcome) => void;
+
+/** Totals since the limiter was created, for status displays. */
+export interface ConnectionsSnapshot {
+  /** Current connection limit. */
+  limit: number;
+  /** Highest the limit may go (the ramp's ceiling, or the fixed `max_connections`). */
+  ceiling: number;
+  inFlight: number;
+  /** Calls queued for a slot. */
+  waiting: number;
+  /** Rate-limit cuts of the limit. */
+  cuts: number;
+  /** Distinct rate-limit episodes (a burst of 429s inside one cooldown is one episode). */
+  rateLimitEpisodes: number;
+  successes: number;
+  /** True while a cut's cooldown runs: no further cut, no growth. */
+  coolingDown: boolean;
+}
+
+/** What happened since the previous {@link ConnectionLimiter.drainWindow}: the tend's window. */
+export interface ConnectionsWindow {
+  /** Limit at the end of the window. */
+  limit: number;
+  /** Lowest the limit was during the window. */
+  lowestLimit: number;
+  /** Every rate-limit error reported, retried or not. */
+  rateLimitSignals: number;
+  rateLimitEpisodes: number;
+  cuts: number;
+  transientErrors: number;
+  successes: number;
+}
+
+/** A concurrency limit on model calls. Waiters are served first come, first served. */
+export interface ConnectionLimiter {
+  /**
+   * Waits for a slot. Rejects with the signal's reason if `signal` aborts first (the call then
+   * holds no slot and leaves the queue).
+   */
+  acquire(signal?: AbortSignal): Promise<Release>;
+  /** Sets the highest the limit may go. Lowering below in-flight never interrupts a call. */
+  setCeiling(ceiling: number): void;
+  snapshot(): ConnectionsSnapshot;
+  /** Returns the window's counters and starts a new window. */
+  drainWindow(): ConnectionsWindow;
+}
+
+interface Waiter {
+  resolve: (release: Release) => void;
+  reject: (reason: unknown) => void;
+  signal?: AbortSignal;
+  onAbort?: () => void;
+}
+
+const emptyWindow = (limit: number): ConnectionsWindow => ({
+  limit,
+  lowestLimit: limit,
+  rateLimitSignals: 0,
+  rateLimitEpisodes: 0,
+  cuts: 0,
+  transientErrors: 0,
+  successes: 0,
+});
+
+/**
+ * The slot queue and the bookkeeping both limiters share: FIFO waiters, a live limit, window and
+ * total counters, and rate-limit episodes (one per cooldown, so a burst of retries from one
+ * episode is counted once).
+ */
+abstract class SlotLimiter implements ConnectionLimiter {
+  protected limit: number;
+  private inFlight = 0;
+  private readonly waiters: Waiter[] = [];
+  private cooldownUntil = Number.NEGATIVE_INFINITY;
+  private totals = { cuts: 0, rateLimitEpisodes: 0, successes: 0 };
+  private window: ConnectionsWindow;
+
+  protected constructor(
+    limit: number,
+    protected readonly now: () => number,
+    private readonly cooldownMs: number,
+  ) {
+    this.limit = limit;
+    this.window = emptyWindow(limit);
+  }
+
+  abstract setCeiling(ceiling: number): void;
+  protected abstract get ceiling(): number;
+  /** Called with each slot handed out, after it counts as in flight. */
+  protected onGrant(_inFlight: number): void {}
+  /** Called once per finished attempt, after its slot is free again. */
+  protected onOutcome(_outcome: CallOutcome): void {}
+
+  acquire(signal?: AbortSignal): Promise<Release> {
+    if (signal?.aborted) return Promise.reject(signal.reason);
+    if (this.waiters.length === 0 && this.inFlight < this.limit) {
+      return Promise.resolve(this.grant());
+    }
+    return new Promise<Release>((resolve, reject) => {
+      const waiter: Waiter = { resolve, reject, signal };
+      if (signal) {
+        waiter.onAbort = () => {
+          const index = this.waiters.indexOf(waiter);
+          if (index >= 0) this.waiters.splice(index, 1);
+          reject(signal.reason);
+        };
+        signal.addEventListener('abort', waiter.onAbort, { once: true });
+      }
+      this.waiters.push(waiter);
+    });
+  }
+
+  snapshot(): ConnectionsSnapshot {
+    return {
+      limit: this.limit,
+      ceiling: this.ceiling,
+      inFlight: this.inFlight,
+      waiting: this.waiters.length,
+      ...this.totals,
+      coolingDown: this.coolingDown(),
+    };
+  }
+
+  drainWindow(): ConnectionsWindow {
+    const window = { ...this.window, limit: this.limit };
+    this.window = emptyWindow(this.limit);
+    return window;
+  }
+
+  protected coolingDown(): boolean {
+    return this.now() < this.cooldownUntil;
+  }
+
+  /** Moves the live limit; a rise admits queued waiters at once, a fall waits for releases. */
+  protected setLimit(limit: number): void {
+    this.limit = limit;
+    this.window.lowestLimit = Math.min(this.window.lowestLimit, limit);
+    this.admitWaiters();
+  }
+
+  protected countCut(): void {
+    this.totals.cuts += 1;
+    this.window.cuts += 1;
+  }
+
+  /**
+   * Records a rate-limit signal. Inside a cooldown it is the same episode, and only lengthens the
+   * cooldown when the server asks for a longer wait.
+   *
+   * @returns true if this signal starts a new episode (and a new cooldown).
+   */
+  protected rateLimitEpisode(retryAfterMs: number | undefined): boolean {
+    const now = this.now();
+    const hint = retryAfterMs !== undefined && retryAfterMs > 0 ? retryAfterMs : 0;
+    this.window.rateLimitSignals += 1;
+    if (now < this.cooldownUntil) {
+      this.cooldownUntil = Math.max(this.cooldownUntil, now + hint);
+      return false;
+    }
+    this.cooldownUntil = now + Math.max(this.cooldownMs, hint);
+    this.totals.rateLimitEpisodes += 1;
+    this.window.rateLimitEpisodes += 1;
+    return true;
+  }
+
+  private grant(): Release {
+    this.inFlight += 1;
+    this.onGrant(this.inFlight);
+    let released = false;
+    return (outcome) => {
+      if (released) return;
+      released = true;
+      this.inFlight -= 1;
+      if (outcome.kind === 'success') {
+        this.totals.successes += 1;
+        this.window.successes += 1;
+      } else if (outcome.kind === 'transient') {
+        this.window.transientErrors += 1;
+      }
+      this.onOutcome(outcome);
+      this.admitWaiters();
+    };
+  }
+
+  private admitWaiters(): void {
+    while (this.waiters.length > 0 && this.inFlight < this.limit) {
+      const waiter = this.waiters.shift() as Waiter;
+      if (waiter.signal && waiter.onAbort) {
+        waiter.signal.removeEventListener('abort', waiter.onAbort);
+      }
+      waiter.resolve(this.grant());
+    }
+  }
+}
+
+/** Tuning of {@link AdaptiveConnections}; defaults are Inspect AI's. */
+export interface AdaptiveConnectionsOptions {
+  now: () => number;
+  /** Lowest a rate-limit cut may take the limit. @default 10 */
+  min?: number;
+  /** @default 20 */
+  start?: number;
+  /** Initial ceiling; the ramp replaces it with {@link ConnectionLimiter.setCeiling}. @default 100 */
+  max?: number;
+  /** Minimum time between two cuts; a longer `retry-after` lengthens it. @default 15_000 */
+  cooldownMs?: number;
+  /** @default 0.8 */
+  decreaseFactor?: number;
+  /** Growth per saturated round once a rate limit has been seen. @default 0.05 */
+  scaleUpFraction?: number;
+}
+
+/** A round ends after max(limit, ROUND_FLOOR) clean successes. */
+const ROUND_FLOOR = 4;
+/**
+ * Growth needs peak in-flight >= 0.8 x limit during the round: growing a limit the work never
+ * filled would hand out headroom nobody has shown the provider can take.
+ */
+const SATURATION = 0.8;
+
+/** The adaptive connection controller (Inspect AI's design; see the module comment). */
+export class AdaptiveConnections extends SlotLimiter {
+  private readonly configuredMin: number;
+  private min: number;
+  private max: number;
+  private readonly decreaseFactor: number;
+  private readonly scaleUpFraction: number;
+  /** Doubling ("slow start") lasts until the first rate-limit signal. */
+  private rateLimitSeen = false;
+  private roundSuccesses = 0;
+  private roundPeak = 0;
+
+  constructor(options: AdaptiveConnectionsOptions) {
+    const { min = 10, start = 20, max = 100 } = options;
+    if (!(min >= 1 && min <= start && start <= max)) {
+      throw new RangeError(
+        `adaptive connections need 1 <= min <= start <= max (${min}, ${start}, ${max})`,
+      );
+    }
+    super(start, options.now, options.cooldownMs ?? 15_000);
+    this.configuredMin = min;
+    this.min = min;
+    this.max = max;
+    this.decreaseFactor = options.decreaseFactor ?? 0.8;
+    this.scaleUpFraction = options.scaleUpFraction ?? 0.05;
+  }
+
+  protected get ceiling(): number {
+    return this.max;
+  }
+
+  /**
+   * Lowering clamps the live limit at once (queued calls wait, running calls finish); raising
+   * only lifts the cap, and the controller climbs into it round by round. The floor follows a
+   * ceiling set below it and returns when the ceiling rises again.
+   */
+  setCeiling(ceiling: number): void {
+    if (!(Number.isInteger(ceiling) && ceiling >= 1)) {
+      throw new RangeError(`connection ceiling must be a positive integer (${ceiling})`);
+    }
+    this.max = ceiling;
+    this.min = Math.min(this.configuredMin, ceiling);
+    if (this.limit > ceiling) this.setLimit(ceiling);
+  }
+
+  // Peak in-flight is sampled when a slot is handed out: at release the finishing call no longer
+  // counts, so at a limit of 4 a saturated round would never see more than 3. Grants during a
+  // cooldown are traffic admitted under the old, higher limit and are no evidence for growth.
+  protected override onGrant(inFlight: number): void {
+    if (!this.coolingDown()) this.roundPeak = Math.max(this.roundPeak, inFlight);
+  }
+
+  protected override onOutcome(outcome: CallOutcome): void {
+    if (outcome.kind === 'rateLimit') this.onRateLimit(outcome.retryAfterMs);
+    else if (outcome.kind === 'success' && !outcome.retried) this.onCleanSuccess();
+  }
+
+  private onRateLimit(retryAfterMs: number | undefined): void {
+    // Every signal, even one debounced by the cooldown, voids the round in progress.
+    this.rateLimitSeen = true;
+    this.roundSuccesses = 0;
+    this.roundPeak = 0;
+    if (!this.rateLimitEpisode(retryAfterMs)) return;
+    const cut = Math.max(floorToNice(Math.floor(this.limit * this.decreaseFactor)), this.min, 1);
+    if (cut < this.limit) {
+      this.setLimit(cut);
+      this.countCut();
+    }
+  }
+
+  private onCleanSuccess(): void {
+    // Successes during a cooldown were mostly in flight before the cut; they say nothing about
+    // whether the lower limit holds.
+    if (this.coolingDown()) return;
+    this.roundSuccesses += 1;
+    if (this.roundSuccesses < Math.max(this.limit, ROUND_FLOOR)) return;
+    const saturated = this.roundPeak >= SATURATION * this.limit;
+    this.roundSuccesses = 0;
+    this.roundPeak = 0;
+    if (!saturated) return;
+    const grown = this.rateLimitSeen
+      ? ceilToNice(this.limit + Math.max(1, Math.round(this.limit * this.scaleUpFraction)))
+      : this.limit * 2;
+    const next = Math.min(grown, this.max);
+    if (next > this.limit) this.setLimit(next);
+  }
+}
+
+/** Options of {@link FixedConnections}. */
+export interface FixedConnectionsOptions {
+  now: () => number;
+  /** Rate-limit signals closer together than this are one episode. @default 15_000 */
+  cooldownMs?: number;
+}
+
+/**
+ * An explicit `max_connections`: the limit never moves, but rate-limit episodes are still counted
+ * so the ramp can reverse on sustained pushback.
+ */
+export class FixedConnections extends SlotLimiter {
+  constructor(connections: number, options: FixedConnectionsOptions) {
+    if (!(Number.isInteger(connections) && connections >= 1)) {
+      throw new RangeError(`max_connections must be a positive integer (${connections})`);
+    }
+    super(connections, options.now, options.cooldownMs ?? 15_000);
+  }
+
+  protected get ceiling(): number {
+    return this.limit;
+  }
+
+  /** A fixed limit is the user's explicit choice: the ramp's ceiling does not move it. */
+  setCeiling(_ceiling: number): void {}
+
+  protected override onOutcome(outcome: CallOutcome): void {
+    if (outcome.kind === 'rateLimit') this.rateLimitEpisode(outcome.retryAfterMs);
+  }
+}
+
+/** Smallest "nice" integer >= value: multiples of 5 from 10 up, any integer below. */
+function ceilToNice(value: number): number {
+  return value < 10 ? Math.max(1, value) : Math.ceil(value / 5) * 5;
+}
+
+/** Largest "nice" integer <= value: multiples of 5 from 10 up, any integer below. */
+function floorToNice(value: number): number {
+  return value < 10 ? Math.max(1, value) : Math.floor(value / 5) * 5;
+}

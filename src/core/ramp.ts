@@ -1,0 +1,512 @@
+/**
+ * The ramp (SPEC §2): at each tend, from what every task saw during the window, decide each
+ * task's sample setpoint and model-connection ceiling.
+ *
+ * Pure functions of plain JSON data. The `evalSet` workflow calls {@link decideTend} in its tend
+ * loop (so it is deterministic: time comes in as `now`, nothing is random), applies the plan, and
+ * carries each task's {@link TaskRampState} into the next tend. One tend, per running task:
+ *
+ * 1. range clamp down: above `hi` comes to `hi` at once, without window or hold checks;
+ * 2. reversal: rate-limit pushback in this window and the one before steps the setpoint down one
+ *    step (never below `lo`) and clamps the connection ceiling to where the controllers fell
+ *    (never below 20); again at every tend while the pushback lasts;
+ * 3. a fleet over the sandbox budget cuts every task above an even share to it (may go below
+ *    `lo`);
+ * 4. raises fill the budget left, lowest setpoints first: below `lo` comes up to `lo` (no window
+ *    or hold checks; only the budget may keep a task below `lo`); then a climb by one step when
+ *    the five gates held, capped by `hi`, the remaining samples and the budget.
+ *
+ * A hold blocks climbs and connection raises, nothing else. Pinned setpoints never move.
+ */
+
+import { budgetUsed, evenShare, fitClimb, overBudgetCuts, type BudgetClaim } from './budget';
+
+/**
+ * How many samples a task runs at once.
+ * - `pinned`: an explicit `max_samples`; honoured exactly, never moves (not even for the budget).
+ * - `ramp`: `samples_ramp [lo, hi]`, by default `[50, 200]`, step 20, start clamp(50, lo, hi).
+ * - `fixed`: `samples_ramp: false`; tasks stay at `value` (50), moved only by the sandbox budget.
+ */
+export type SamplesMode =
+  | { type: 'pinned'; value: number }
+  | { type: 'ramp'; lo: number; hi: number; step: number; start: number }
+  | { type: 'fixed'; value: number };
+
+/**
+ * Model connections per provider account. `fixed` is an explicit `max_connections`. `adaptive`
+ * bounds the controller; its `max` applies while no ramp is active, else the ceiling is `hi`.
+ */
+export type ConnectionsMode =
+  { type: 'fixed'; n: number } | { type: 'adaptive'; min: number; start: number; max: number };
+
+export interface RampSettings {
+  samples: SamplesMode;
+  connections: ConnectionsMode;
+  /** The sandbox budget; null means unlimited (elastic providers). */
+  maxSandboxes: number | null;
+}
+
+/** A `steward ramp hold`, in force until resumed. */
+export interface Hold {
+  reason: string;
+  /** Epoch milliseconds. */
+  since: number;
+  by?: string;
+}
+
+export interface Holds {
+  /** Holds every task. */
+  global: Hold | null;
+  /** Holds by task name; a task's own hold is the one shown. */
+  tasks: Record<string, Hold>;
+}
+
+/** What a task saw during the window (the time since the previous tend). */
+export interface TaskWindow {
+  /** Samples were waiting and in-flight reached the setpoint. */
+  saturated: boolean;
+  /** 429/529/provider rate-limit errors. */
+  rateLimitEpisodes: number;
+  /** Rate-limit cuts by the task's adaptive controllers. */
+  controllerCuts: number;
+  /** Lowest current adaptive limit reported by the task's workers; null if none reported. */
+  controllerLimit: number | null;
+  /** Model calls retried (rate limit and transient). */
+  httpRetries: number;
+  /** Samples that errored, not counting Docker refusing a network. */
+  sampleErrors: number;
+  /** Docker refused a network: the host is at capacity. Blocks climbs; not a model error. */
+  networkCapacityErrors: number;
+}
+
+/** What the ramp carries for a task from one tend to the next. */
+export interface TaskRampState {
+  setpoint: number;
+  /** The connection ceiling last sent to the task's workers. */
+  connectionCeiling: number;
+  /** Where reversal clamped the ceiling below `hi` until climbs lift it; null: it follows `hi`. */
+  connectionClamp: number | null;
+  /** Consecutive windows with rate-limit pushback, the latest included. */
+  pushbackWindows: number;
+}
+
+export interface TaskTendInput extends TaskRampState {
+  name: string;
+  sandboxed: boolean;
+  status: 'running' | 'finished';
+  /** Samples not yet finished, in flight included. */
+  remainingSamples: number;
+  window: TaskWindow;
+}
+
+export interface TendInput {
+  settings: RampSettings;
+  /** Epoch milliseconds of this tend. */
+  now: number;
+  holds: Holds;
+  tasks: TaskTendInput[];
+}
+
+/** For display: what the ramp is doing with a task, and why. */
+export type RampStatus =
+  | { state: 'held'; reason: string }
+  | {
+      state: 'climbing' | 'backing_off' | 'pinned' | 'at_ceiling' | 'steady' | 'finished';
+      reason?: string;
+    };
+
+/** One move, with the reason a user reads in `steward status`. */
+export interface RampChange {
+  task: string;
+  kind: 'setpoint' | 'connections';
+  from: number;
+  to: number;
+  reason: string;
+  /** Epoch milliseconds. */
+  at: number;
+}
+
+export interface TaskTendPlan extends TaskRampState {
+  name: string;
+  ramp: RampStatus;
+}
+
+export interface TendPlan {
+  /** Every input task, in input order; finished ones unchanged. */
+  tasks: TaskTendPlan[];
+  /** In the order decided; a task may move twice (e.g. reversal, then a budget cut). */
+  changes: RampChange[];
+  /** Setpoints of running sandboxed tasks against the budget; null without a budget. */
+  budget: { limit: number; used: number } | null;
+}
+
+/** The floor and ceiling a setpoint keeps to; `fixed` is the range [value, value]. */
+interface Range {
+  lo: number;
+  hi: number;
+}
+
+type Recorder = (
+  task: string,
+  kind: RampChange['kind'],
+  from: number,
+  to: number,
+  why: string,
+) => void;
+
+/** A running task's setpoint through one tend. */
+interface Draft {
+  task: TaskTendInput;
+  setpoint: number;
+  pushbackWindows: number;
+  reversed: boolean;
+  /** Failed climb gates (SPEC §2's five); connection raises need none failed either. */
+  gates: string[];
+  /** Other reasons it does not climb (Docker at capacity, caps, budget). */
+  blocked: string[];
+  raise?: { to: number; kind: 'floor' | 'climb'; cap?: string };
+  hold: Hold | null;
+}
+
+/** Decides one tend. */
+export function decideTend(input: TendInput): TendPlan {
+  const { settings, now } = input;
+  const changes: RampChange[] = [];
+  const record: Recorder = (task, kind, from, to, reason) => {
+    if (from !== to) changes.push({ task, kind, from, to, reason, at: now });
+  };
+  const range = rangeOf(settings.samples);
+  const running = input.tasks.filter((task) => task.status === 'running');
+  const drafts = running.map((task) => draftSetpoint(task, input, range, record));
+
+  const budget = range === null ? null : settings.maxSandboxes;
+  const claimants = budget === null ? [] : drafts.filter((draft) => draft.task.sandboxed);
+  if (budget !== null) {
+    const fleet = budgetUsed(claimants.map(claimOf));
+    for (const cut of overBudgetCuts(claimants.map(claimOf), budget)) {
+      const draft = claimants.find((candidate) => candidate.task.name === cut.name) as Draft;
+      const why = `budget: fleet ${fleet} over max_sandboxes ${budget}, cut to even share ${cut.to}`;
+      record(cut.name, 'setpoint', cut.from, cut.to, why);
+      draft.setpoint = cut.to;
+      draft.raise = undefined;
+      draft.blocked.push(`budget: cut to even share ${cut.to}`);
+    }
+  }
+
+  // Floors before climbs: lo is the least the user asked for; growth comes after.
+  let free = budget === null ? 0 : budget - budgetUsed(claimants.map(claimOf));
+  for (const kind of ['floor', 'climb'] as const) {
+    const wanting = drafts.filter((draft) => draft.raise?.kind === kind);
+    const funded = wanting.filter((draft) => claimants.includes(draft));
+    const fit = fitClimb(
+      funded.map((draft) => ({ name: draft.task.name, from: draft.setpoint, to: draft.raise!.to })),
+      free,
+    );
+    free = fit.free;
+    for (const draft of wanting) {
+      const raise = draft.raise!;
+      const index = funded.indexOf(draft);
+      const to = index >= 0 ? fit.granted[index] : raise.to;
+      const short = to < raise.to ? `capped by max_sandboxes ${budget}` : undefined;
+      if (short) draft.blocked.push(`budget: max_sandboxes ${budget} in use`);
+      record(draft.task.name, 'setpoint', draft.setpoint, to, raiseReason(raise, short, range));
+      draft.setpoint = to;
+    }
+  }
+
+  const tasks = input.tasks.map((task): TaskTendPlan => {
+    const draft = drafts.find((candidate) => candidate.task === task);
+    if (!draft) return { ...carried(task), name: task.name, ramp: { state: 'finished' } };
+    const ceiling = decideCeiling(draft, settings, record);
+    return {
+      name: task.name,
+      setpoint: draft.setpoint,
+      connectionCeiling: ceiling.ceiling,
+      connectionClamp: ceiling.clamp,
+      pushbackWindows: draft.pushbackWindows,
+      ramp: rampStatus(draft, settings.samples, range, ceiling.raised),
+    };
+  });
+  const used = budgetUsed(claimants.map(claimOf));
+  return { tasks, changes, budget: budget === null ? null : { limit: budget, used } };
+}
+
+/**
+ * The five climb gates of SPEC §2. Returns the reason for each that failed in the window; none
+ * failing means the task may climb (budget, `hi` and remaining samples permitting).
+ */
+export function failedGates(task: TaskTendInput, hold: Hold | null): string[] {
+  const { window } = task;
+  const failed: string[] = [];
+  if (!window.saturated) failed.push('not saturated');
+  if (window.rateLimitEpisodes > 0 || window.controllerCuts > 0) {
+    const windows = task.pushbackWindows + 1;
+    failed.push(`rate-limit pushback (${windows} consecutive window${windows > 1 ? 's' : ''})`);
+  }
+  if (window.sampleErrors > 0) failed.push(`${window.sampleErrors} sample error(s)`);
+  if (window.httpRetries > 0.25 * task.setpoint) {
+    failed.push(`HTTP retries surged (${window.httpRetries} > 0.25 x ${task.setpoint})`);
+  }
+  if (hold) failed.push(`hold: ${hold.reason}`);
+  return failed;
+}
+
+/** Setpoint moves that need no budget (pin, clamp down, reversal) and the raise wanted. */
+function draftSetpoint(
+  task: TaskTendInput,
+  input: TendInput,
+  range: Range | null,
+  record: Recorder,
+): Draft {
+  const mode = input.settings.samples;
+  const { window } = task;
+  const pushback = window.rateLimitEpisodes > 0 || window.controllerCuts > 0;
+  const hold = input.holds.tasks[task.name] ?? input.holds.global;
+  const draft: Draft = {
+    task,
+    setpoint: task.setpoint,
+    pushbackWindows: pushback ? task.pushbackWindows + 1 : 0,
+    reversed: false,
+    gates: failedGates(task, hold),
+    blocked: [],
+    hold,
+  };
+  if (mode.type === 'pinned' || range === null) {
+    const value = mode.type === 'pinned' ? mode.value : task.setpoint;
+    record(task.name, 'setpoint', task.setpoint, value, `max_samples pinned at ${value}`);
+    draft.setpoint = value;
+    return draft;
+  }
+
+  if (draft.setpoint > range.hi) {
+    const why =
+      mode.type === 'fixed'
+        ? `samples_ramp off: stays at ${range.hi}`
+        : `range narrowed to ${show(range)}`;
+    record(task.name, 'setpoint', draft.setpoint, range.hi, why);
+    draft.setpoint = range.hi;
+  }
+  if (mode.type === 'ramp' && draft.pushbackWindows >= 2) {
+    draft.reversed = true;
+    // One step from where the task stood, so a range clamp in the same tend is not doubled.
+    const target = Math.max(range.lo, task.setpoint - mode.step);
+    const why = `reversal: rate-limit pushback in ${draft.pushbackWindows} consecutive windows`;
+    if (target < draft.setpoint) {
+      record(task.name, 'setpoint', draft.setpoint, target, why);
+      draft.setpoint = target;
+    }
+  }
+
+  if (draft.setpoint < range.lo) {
+    draft.raise = { to: range.lo, kind: 'floor' };
+  } else if (mode.type === 'ramp' && draft.setpoint < range.hi && draft.gates.length === 0) {
+    if (window.networkCapacityErrors > 0) {
+      draft.blocked.push('docker is out of networks');
+      return draft;
+    }
+    const stepped = Math.min(draft.setpoint + mode.step, range.hi);
+    if (task.remainingSamples < stepped) {
+      const cap = `capped by ${task.remainingSamples} remaining samples`;
+      if (task.remainingSamples > draft.setpoint)
+        draft.raise = { to: task.remainingSamples, kind: 'climb', cap };
+      else draft.blocked.push(cap);
+    } else {
+      const cap = stepped === range.hi ? `capped at hi ${range.hi}` : undefined;
+      draft.raise = { to: stepped, kind: 'climb', cap };
+    }
+  }
+  return draft;
+}
+
+/**
+ * The connection ceiling: the fixed `max_connections`; else the ramp's `hi` while a ramp is
+ * active, lowered by reversal to where the controllers fell (never below 20) and lifted back one
+ * step per clean window; else the adaptive `max`.
+ */
+function decideCeiling(
+  draft: Draft,
+  settings: RampSettings,
+  record: Recorder,
+): { ceiling: number; clamp: number | null; raised: boolean } {
+  const { task } = draft;
+  const mode = settings.samples;
+  const note = (from: number, to: number, why: string) =>
+    record(task.name, 'connections', from, to, why);
+  const previous = task.connectionCeiling;
+  if (settings.connections.type === 'fixed' || mode.type !== 'ramp') {
+    const ceiling = connectionCeilingFor(settings);
+    const why =
+      settings.connections.type === 'fixed'
+        ? `max_connections fixed at ${ceiling}`
+        : `no ramp active: adaptive max ${ceiling}`;
+    note(previous, ceiling, why);
+    return { ceiling, clamp: null, raised: false };
+  }
+
+  let clamp =
+    task.connectionClamp !== null && task.connectionClamp < mode.hi ? task.connectionClamp : null;
+  // A hold freezes connection raises, including a range widened while it is in force.
+  if (draft.hold && Math.min(mode.hi, clamp ?? mode.hi) > previous) clamp = previous;
+  let ceiling = Math.min(mode.hi, clamp ?? mode.hi);
+  const range = `range ${show(mode)}: connection ceiling follows hi`;
+  note(previous, ceiling, ceiling < previous ? `range narrowed to ${show(mode)}` : range);
+
+  const level = task.window.controllerLimit;
+  if (draft.reversed && level !== null && Math.max(20, level) < ceiling) {
+    const to = Math.max(20, level);
+    const where = level < 20 ? `20 (controllers at ${level}; never below 20)` : `${level}`;
+    note(ceiling, to, `reversal: clamped to where the controllers fell, ${where}`);
+    return { ceiling: to, clamp: to, raised: false };
+  }
+  if (clamp !== null && draft.gates.length === 0) {
+    const to = Math.min(mode.hi, clamp + mode.step);
+    note(ceiling, to, 'climb: connection ceiling raised one step after a clean window');
+    ceiling = to;
+    clamp = to >= mode.hi ? null : to;
+    return { ceiling, clamp, raised: true };
+  }
+  return { ceiling, clamp, raised: false };
+}
+
+function rampStatus(
+  draft: Draft,
+  mode: SamplesMode,
+  range: Range | null,
+  raised: boolean,
+): RampStatus {
+  if (mode.type === 'pinned' || range === null) {
+    return { state: 'pinned', reason: `max_samples ${draft.setpoint}` };
+  }
+  if (draft.reversed) {
+    const why = `rate-limit pushback in ${draft.pushbackWindows} consecutive windows`;
+    return { state: 'backing_off', reason: why };
+  }
+  if (draft.hold) return { state: 'held', reason: draft.hold.reason };
+  if (draft.setpoint > draft.task.setpoint || raised) return { state: 'climbing' };
+  if (mode.type === 'fixed') return { state: 'steady', reason: 'samples_ramp off' };
+  if (draft.setpoint >= range.hi) return { state: 'at_ceiling', reason: `hi ${range.hi}` };
+  const why = [...draft.blocked, ...draft.gates][0];
+  return why === undefined ? { state: 'steady' } : { state: 'steady', reason: why };
+}
+
+function raiseReason(
+  raise: NonNullable<Draft['raise']>,
+  short: string | undefined,
+  range: Range | null,
+): string {
+  if (raise.kind === 'floor') {
+    return `up to lo ${raise.to}${range ? ` (range ${show(range)})` : ''}${short ? `, ${short}` : ''}`;
+  }
+  const caps = [raise.cap, short].filter((cap) => cap !== undefined);
+  return `climb: saturated, no pushback${caps.length > 0 ? ` (${caps.join(', ')})` : ''}`;
+}
+
+/** A task that is starting, and one already running (for the budget share). */
+export interface StartingTask {
+  name: string;
+  sandboxed: boolean;
+}
+
+export interface RunningTask extends StartingTask {
+  setpoint: number;
+}
+
+export interface StartInput {
+  settings: RampSettings;
+  now: number;
+  starting: StartingTask[];
+  running: RunningTask[];
+}
+
+export interface StartPlan {
+  /** The starting tasks' first state, in input order. */
+  tasks: Array<TaskRampState & { name: string }>;
+  /** Budget cuts of running tasks that the newcomers pushed over budget: apply each `to`. */
+  changes: RampChange[];
+}
+
+/**
+ * First setpoints of tasks that start. Sandboxed tasks under a budget start at a share of it:
+ * min(start, floor(budget / running sandboxed tasks, newcomers included)); if that share is 0, the
+ * budget left goes one sample each to the first newcomers, since a setpoint of 0 runs nothing.
+ * Running tasks above the share are cut to it at once, so the fleet never waits a tend over
+ * budget.
+ */
+export function initialSetpoints(input: StartInput): StartPlan {
+  const { settings, now } = input;
+  const mode = settings.samples;
+  const value = mode.type === 'ramp' ? mode.start : mode.value;
+  const budget = mode.type === 'pinned' ? null : settings.maxSandboxes;
+  const sandboxed = [...input.running, ...input.starting].filter((task) => task.sandboxed).length;
+  const share = budget === null ? value : Math.min(value, evenShare(budget, sandboxed));
+  const setpoints = input.starting.map((task) => (task.sandboxed ? share : value));
+
+  const changes: RampChange[] = [];
+  if (budget !== null) {
+    const claims: BudgetClaim[] = [
+      ...input.running.flatMap((task) =>
+        task.sandboxed ? [{ name: task.name, setpoint: task.setpoint }] : [],
+      ),
+      ...input.starting.flatMap((task, index) =>
+        task.sandboxed ? [{ name: task.name, setpoint: setpoints[index] }] : [],
+      ),
+    ];
+    const fleet = budgetUsed(claims);
+    for (const cut of overBudgetCuts(claims, budget)) {
+      const why = `budget: fleet ${fleet} over max_sandboxes ${budget}, cut to even share ${cut.to}`;
+      changes.push({
+        task: cut.name,
+        kind: 'setpoint',
+        from: cut.from,
+        to: cut.to,
+        reason: why,
+        at: now,
+      });
+      const claim = claims.find((candidate) => candidate.name === cut.name) as BudgetClaim;
+      claim.setpoint = cut.to;
+    }
+    if (share === 0) {
+      const idle = input.starting.flatMap((task, index) => (task.sandboxed ? [index] : []));
+      const fit = fitClimb(
+        idle.map((index) => ({ name: input.starting[index].name, from: 0, to: 1 })),
+        budget - budgetUsed(claims),
+      );
+      idle.forEach((index, position) => (setpoints[index] = fit.granted[position]));
+    }
+  }
+  const connectionCeiling = connectionCeilingFor(settings);
+  return {
+    tasks: input.starting.map((task, index) => ({
+      name: task.name,
+      setpoint: setpoints[index],
+      connectionCeiling,
+      connectionClamp: null,
+      pushbackWindows: 0,
+    })),
+    changes,
+  };
+}
+
+/** The ceiling connections follow when nothing clamps them. */
+export function connectionCeilingFor(settings: RampSettings): number {
+  if (settings.connections.type === 'fixed') return settings.connections.n;
+  return settings.samples.type === 'ramp' ? settings.samples.hi : settings.connections.max;
+}
+
+function rangeOf(mode: SamplesMode): Range | null {
+  if (mode.type === 'pinned') return null;
+  return mode.type === 'ramp' ? { lo: mode.lo, hi: mode.hi } : { lo: mode.value, hi: mode.value };
+}
+
+function show(range: Range): string {
+  return `[${range.lo}, ${range.hi}]`;
+}
+
+function claimOf(draft: Draft): BudgetClaim {
+  return { name: draft.task.name, setpoint: draft.setpoint };
+}
+
+function carried(task: TaskTendInput): TaskRampState {
+  const { setpoint, connectionCeiling, connectionClamp, pushbackWindows } = task;
+  return { setpoint, connectionCeiling, connectionClamp, pushbackWindows };
+}

@@ -1,0 +1,262 @@
+/**
+ * Datasets: JSONL and CSV files of samples with Inspect's fields (`input`, `target`, `id`,
+ * `metadata`), and inline samples from module definitions. Every problem is collected and
+ * reported at its line (or path, for inline samples), so one run of `steward launch` shows them
+ * all.
+ */
+
+import { parse as parseCsv } from 'csv-parse/sync';
+import { ConfigError, type ConfigIssue } from '../errors';
+import { readTextFile } from '../config/load';
+import {
+  datasetFormatOf,
+  sampleRecordSchema,
+  type DatasetFormat,
+  type SampleRecord,
+} from '../config/schema';
+import { issuesFromZod } from '../config/validate';
+import type { Sample } from './types';
+
+/** Where a record is: a file and line, or a path inside a definition. */
+export type RecordPlace = { file: string; line: number } | { file: string; path: string };
+
+/** A record that passed the schema, with its place for later messages. */
+export interface PlacedRecord {
+  record: SampleRecord;
+  place: RecordPlace;
+}
+
+export interface DatasetResult {
+  samples: Sample[];
+  issues: ConfigIssue[];
+}
+
+/**
+ * Reads a dataset file.
+ *
+ * @param format default: from the file name (`.jsonl`, `.ndjson`, `.csv`).
+ * @throws ConfigError with every problem found, each at its `file:line`.
+ */
+export async function loadDataset(file: string, format?: DatasetFormat): Promise<Sample[]> {
+  const known = format ?? datasetFormatOf(file);
+  if (known === undefined) {
+    throw new ConfigError([
+      { file, message: 'cannot tell the dataset format from the file name: use .jsonl or .csv' },
+    ]);
+  }
+  const text = await readTextFile(file, 'dataset file');
+  const { samples, issues } = parseDataset(text, known, file);
+  if (issues.length > 0) throw new ConfigError(issues);
+  return samples;
+}
+
+/** Parses a dataset's text. Pure; `file` only names it in issues. */
+export function parseDataset(text: string, format: DatasetFormat, file: string): DatasetResult {
+  const parsed = format === 'jsonl' ? jsonlRecords(text, file) : csvRecords(text, file);
+  const result = samplesFromRecords(parsed.records);
+  const issues = [...parsed.issues, ...result.issues];
+  if (parsed.records.length === 0 && issues.length === 0) {
+    issues.push({ file, message: 'dataset has no samples' });
+  }
+  return { samples: result.samples, issues };
+}
+
+/**
+ * Turns checked records into samples: an absent `id` becomes the record's 1-based position, an
+ * absent `target` the empty string. Ids must be unique (`1` and `"1"` count as the same, as they
+ * would in a workflow id).
+ */
+export function samplesFromRecords(records: PlacedRecord[]): DatasetResult {
+  const samples: Sample[] = [];
+  const issues: ConfigIssue[] = [];
+  const firstPlace = new Map<string, RecordPlace>();
+  records.forEach(({ record, place }, index) => {
+    const id = record.id ?? index + 1;
+    const first = firstPlace.get(String(id));
+    if (first !== undefined) {
+      issues.push({
+        ...place,
+        message: `duplicate sample id ${JSON.stringify(id)} (first used at ${describePlace(first)})`,
+      });
+      return;
+    }
+    firstPlace.set(String(id), place);
+    samples.push({
+      id,
+      input: record.input,
+      target: record.target ?? '',
+      ...(record.metadata === undefined ? {} : { metadata: record.metadata }),
+    });
+  });
+  return { samples, issues };
+}
+
+function describePlace(place: RecordPlace): string {
+  return 'line' in place ? `line ${place.line}` : place.path;
+}
+
+function checkRecord(
+  raw: unknown,
+  place: RecordPlace,
+): { record?: PlacedRecord; issues: ConfigIssue[] } {
+  const parsed = sampleRecordSchema.safeParse(raw, { reportInput: true });
+  if (parsed.success) return { record: { record: parsed.data, place }, issues: [] };
+  return { issues: issuesFromZod(parsed.error, place) };
+}
+
+interface RecordsResult {
+  records: PlacedRecord[];
+  issues: ConfigIssue[];
+}
+
+// ---- JSONL ----------------------------------------------------------------------------------
+
+function jsonlRecords(text: string, file: string): RecordsResult {
+  const records: PlacedRecord[] = [];
+  const issues: ConfigIssue[] = [];
+  text.split(/\r?\n/).forEach((content, i) => {
+    if (content.trim() === '') return;
+    const line = i + 1;
+    let raw: unknown;
+    try {
+      raw = JSON.parse(content);
+    } catch (error) {
+      issues.push({ file, line, message: `invalid JSON: ${(error as Error).message}` });
+      return;
+    }
+    const checked = checkRecord(raw, { file, line });
+    if (checked.record) records.push(checked.record);
+    issues.push(...checked.issues);
+  });
+  return { records, issues };
+}
+
+// ---- CSV ------------------------------------------------------------------------------------
+
+/** Columns that are sample fields; any other column goes into the sample's metadata. */
+const CSV_FIELDS = new Set(['input', 'target', 'id', 'metadata']);
+
+function csvRecords(text: string, file: string): RecordsResult {
+  let rows: Array<{ cells: string[]; line: number }>;
+  try {
+    rows = csvRows(text);
+  } catch (error) {
+    const { message, lines } = error as Error & { lines?: number };
+    return { records: [], issues: [{ file, line: lines, message: `invalid CSV: ${message}` }] };
+  }
+  if (rows.length === 0) return { records: [], issues: [] };
+
+  const [header, ...body] = rows;
+  const headerIssues = checkHeader(header.cells, { file, line: header.line });
+  if (headerIssues.length > 0) return { records: [], issues: headerIssues };
+
+  const records: PlacedRecord[] = [];
+  const issues: ConfigIssue[] = [];
+  for (const { cells, line } of body) {
+    const place = { file, line };
+    if (cells.length !== header.cells.length) {
+      issues.push({
+        ...place,
+        message: `${cells.length} fields, but the header has ${header.cells.length}`,
+      });
+      continue;
+    }
+    const { record, problems } = csvRecord(header.cells, cells);
+    const checked = checkRecord(record, place);
+    issues.push(...problems.map((problem) => ({ ...place, ...problem })), ...checked.issues);
+    if (problems.length === 0 && checked.record) records.push(checked.record);
+  }
+  return { records, issues };
+}
+
+function checkHeader(columns: string[], place: { file: string; line: number }): ConfigIssue[] {
+  const issues: ConfigIssue[] = [];
+  const seen = new Set<string>();
+  for (const column of columns) {
+    if (seen.has(column)) issues.push({ ...place, message: `duplicate column "${column}"` });
+    seen.add(column);
+  }
+  if (!seen.has('input')) {
+    issues.push({ ...place, message: `no "input" column (columns: ${columns.join(', ')})` });
+  }
+  return issues;
+}
+
+type Problem = Pick<ConfigIssue, 'path' | 'message' | 'value'>;
+
+/**
+ * One CSV row as a record, and the cells that cannot be read. Cells are text, so `target`
+ * holding a JSON list is a list, `metadata` is JSON, and an empty `id` or `target` is absent.
+ */
+function csvRecord(
+  columns: string[],
+  cells: string[],
+): { record: Record<string, unknown>; problems: Problem[] } {
+  const record: Record<string, unknown> = {};
+  const extra: Record<string, string> = {};
+  const problems: Problem[] = [];
+  columns.forEach((column, i) => {
+    const cell = cells[i];
+    if (!CSV_FIELDS.has(column)) extra[column] = cell;
+    else if (column === 'input') record.input = cell;
+    else if (cell === '') return;
+    else if (column === 'id') record.id = cell;
+    else if (column === 'target') {
+      if (!cell.trimStart().startsWith('[')) record.target = cell;
+      else {
+        const list = parseJsonCell(cell);
+        if (Array.isArray(list) && list.every((item) => typeof item === 'string'))
+          record.target = list;
+        else
+          problems.push({
+            path: 'target',
+            message: 'expected a JSON list of strings',
+            value: cell,
+          });
+      }
+    } else {
+      const metadata = parseJsonCell(cell);
+      if (metadata !== null && typeof metadata === 'object' && !Array.isArray(metadata)) {
+        record.metadata = metadata;
+      } else {
+        problems.push({ path: 'metadata', message: 'expected a JSON object', value: cell });
+      }
+    }
+  });
+  const metadata = { ...extra, ...(record.metadata as Record<string, unknown> | undefined) };
+  if (Object.keys(metadata).length > 0) record.metadata = metadata;
+  return { record, problems };
+}
+
+function parseJsonCell(cell: string): unknown {
+  try {
+    return JSON.parse(cell);
+  } catch {
+    return undefined;
+  }
+}
+
+/** Non-empty rows with the line each starts on (a quoted cell may span lines). */
+function csvRows(text: string): Array<{ cells: string[]; line: number }> {
+  const buffer = Buffer.from(text);
+  const parsed = parseCsv(buffer, {
+    bom: true,
+    info: true,
+    relax_column_count: true,
+    skip_empty_lines: true,
+  }) as unknown as Array<{ record: string[]; info: { bytes: number } }>;
+  // csv-parse reports the byte offset where each record ends; a record starts where the previous
+  // one ended, after any blank lines, and its line is one more than the newlines before it.
+  const rows: Array<{ cells: string[]; line: number }> = [];
+  let offset = 0;
+  let line = 1;
+  for (const { record, info } of parsed) {
+    while (offset < info.bytes && (buffer[offset] === 0x0a || buffer[offset] === 0x0d)) {
+      if (buffer[offset] === 0x0a) line++;
+      offset++;
+    }
+    rows.push({ cells: record, line });
+    for (; offset < info.bytes; offset++) if (buffer[offset] === 0x0a) line++;
+  }
+  return rows;
+}

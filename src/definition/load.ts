@@ -1,0 +1,161 @@
+/**
+ * Loading an eval set definition: read the file (YAML, or a TypeScript/JavaScript module run
+ * through tsx), validate it, read its datasets, and build its solvers and scorers. Validation
+ * itself is pure and lives in `config/validate.ts`; this is the I/O around it.
+ */
+
+import * as path from 'node:path';
+import { require as tsxRequire } from 'tsx/cjs/api';
+import { ConfigError, type ConfigIssue } from '../errors';
+import { parseYaml, readTextFile } from '../config/load';
+import {
+  validateDefinition,
+  type DatasetRef,
+  type ScorerRef,
+  type SolverRef,
+  type ValidatedTask,
+} from '../config/validate';
+import { exact, includes, match } from '../eval/scorers';
+import { generate, systemMessage } from '../eval/solvers';
+import { loadDataset, samplesFromRecords } from './dataset';
+import type { EvalSetDefinition, Sample, Scorer, Solver, TaskDefinition } from './types';
+
+const YAML_EXTENSIONS = new Set(['.yaml', '.yml']);
+const MODULE_EXTENSIONS = new Set(['.ts', '.mts', '.cts', '.js', '.mjs', '.cjs']);
+
+export interface LoadOptions {
+  /** Receives problems that do not stop the load (e.g. an ignored `scorer_name`). */
+  onWarning?: (issue: ConfigIssue) => void;
+}
+
+/**
+ * Loads a definition from `evalset.yaml` (or `.yml`) or from a module exporting one (`default`
+ * or `evalSet`). Relative paths in it are relative to its directory; the result's paths are
+ * absolute.
+ *
+ * @param file as the user gave it; messages name files the same way (relative stays relative).
+ * @throws ConfigError listing every problem found, in the definition and in its datasets.
+ */
+export async function loadDefinition(
+  file: string,
+  options: LoadOptions = {},
+): Promise<EvalSetDefinition> {
+  const raw = await readDefinition(file);
+  const { definition, warnings, errors } = validateDefinition(raw, { file });
+  warnings.forEach((issue) => options.onWarning?.(issue));
+  if (!definition) throw new ConfigError(errors);
+
+  const datasets = await Promise.allSettled(
+    definition.tasks.map((task, i) => readSamples(task.dataset, file, `tasks.${i}.dataset`)),
+  );
+  const issues = datasets.flatMap((result) => {
+    if (result.status === 'fulfilled') return [];
+    if (result.reason instanceof ConfigError) return result.reason.issues;
+    throw result.reason;
+  });
+  if (issues.length > 0) throw new ConfigError(issues);
+
+  const dir = path.dirname(path.resolve(file));
+  return {
+    name: definition.name,
+    source: path.resolve(file),
+    ...(definition.log_dir === undefined ? {} : { log_dir: path.resolve(dir, definition.log_dir) }),
+    settings: definition.settings,
+    tasks: definition.tasks.map((task, i) =>
+      buildTask(task, (datasets[i] as PromiseFulfilledResult<Sample[]>).value),
+    ),
+  };
+}
+
+async function readDefinition(file: string): Promise<unknown> {
+  const extension = path.extname(file).toLowerCase();
+  if (YAML_EXTENSIONS.has(extension)) {
+    return parseYaml(await readTextFile(file, 'definition file'), file);
+  }
+  if (MODULE_EXTENSIONS.has(extension)) return importDefinition(file);
+  const known = [...YAML_EXTENSIONS, ...MODULE_EXTENSIONS].join(', ');
+  throw new ConfigError([{ file, message: `unsupported definition file type (use ${known})` }]);
+}
+
+/**
+ * Runs a module definition through tsx, so TypeScript needs no build step. tsx loads it in a
+ * namespace of its own: a fresh copy each time, and no hooks left installed afterwards.
+ */
+async function importDefinition(file: string): Promise<unknown> {
+  // Checked first: a missing file would otherwise surface as tsx's resolution error.
+  await readTextFile(file, 'definition file');
+  let exports: Record<string, unknown>;
+  try {
+    exports = tsxRequire(path.resolve(file), __filename) as Record<string, unknown>;
+  } catch (error) {
+    throw new ConfigError([
+      { file, message: `cannot load the module: ${(error as Error).message}` },
+    ]);
+  }
+  const { evalSet, default: byDefault } = exports;
+  if (evalSet !== undefined && byDefault !== undefined && evalSet !== byDefault) {
+    throw new ConfigError([
+      { file, message: 'exports two eval sets (default and evalSet): export one' },
+    ]);
+  }
+  const definition = evalSet ?? byDefault;
+  if (definition === undefined) {
+    throw new ConfigError([
+      {
+        file,
+        message:
+          'exports no eval set: use `export default defineEvalSet({...})` or `export const evalSet = ...`',
+      },
+    ]);
+  }
+  return definition;
+}
+
+/** A task's samples; a file is found relative to the definition and named in messages so. */
+async function readSamples(dataset: DatasetRef, file: string, at: string): Promise<Sample[]> {
+  if (dataset.type === 'file') {
+    const located = path.isAbsolute(dataset.path)
+      ? dataset.path
+      : path.join(path.dirname(file), dataset.path);
+    return loadDataset(located, dataset.format);
+  }
+  const { samples, issues } = samplesFromRecords(
+    dataset.records.map((record, i) => ({ record, place: { file, path: `${at}.${i}` } })),
+  );
+  if (issues.length > 0) throw new ConfigError(issues);
+  if (samples.length === 0) throw new ConfigError([{ file, path: at, message: 'no samples' }]);
+  return samples;
+}
+
+function buildTask(task: ValidatedTask, dataset: Sample[]): TaskDefinition {
+  return {
+    ...task,
+    dataset,
+    solver: task.solver.map(buildSolver),
+    scorer: buildScorer(task.scorer),
+  };
+}
+
+function buildSolver(ref: SolverRef): Solver {
+  switch (ref.type) {
+    case 'system_message':
+      return systemMessage(ref.text);
+    case 'generate':
+      return generate(ref.config);
+    case 'custom':
+      return ref.solver;
+  }
+}
+
+function buildScorer(ref: ScorerRef): Scorer {
+  switch (ref.type) {
+    case 'match':
+      return match(ref.options);
+    case 'includes':
+      return includes(ref.options);
+    case 'exact':
+      return exact();
+    case 'custom':
+      return ref.scorer;
+  }
+}

@@ -1,0 +1,148 @@
+/**
+ * What an eval set is, once loaded: the shapes every other part of Steward works with.
+ *
+ * A definition comes from YAML (`evalset.yaml`) or from a TypeScript module exporting one; both
+ * end up as an {@link EvalSetDefinition}. Solvers and scorers are plain functions here; YAML names
+ * the built-in ones (`system_message`, `generate`, `match`, `includes`, `exact`).
+ */
+
+/** A chat message, in the shape the OpenAI-compatible wire protocol uses. */
+export type ChatMessage =
+  | { role: 'system'; content: string }
+  | { role: 'user'; content: string }
+  | { role: 'assistant'; content: string; tool_calls?: ToolCall[] }
+  | { role: 'tool'; content: string; tool_call_id: string };
+
+export interface ToolCall {
+  id: string;
+  name: string;
+  /** JSON text of the arguments, as the model sent it. */
+  arguments: string;
+}
+
+export interface ToolDefinition {
+  name: string;
+  description: string;
+  /** JSON schema of the arguments object. */
+  parameters: Record<string, unknown>;
+}
+
+export interface TokenUsage {
+  input_tokens: number;
+  output_tokens: number;
+  total_tokens: number;
+}
+
+export interface ModelOutput {
+  /** The assistant's text (empty when it only called tools). */
+  completion: string;
+  message: Extract<ChatMessage, { role: 'assistant' }>;
+  usage: TokenUsage;
+  stop_reason: 'stop' | 'tool_calls' | 'max_tokens' | 'unknown';
+}
+
+export interface GenerateConfig {
+  max_tokens?: number;
+  temperature?: number;
+}
+
+/** One model endpoint. Implementations do no retries of their own: Steward classifies and retries. */
+export interface Model {
+  /** Inspect-style name, e.g. `openai/gpt-4o-mini` or `mockllm/model`. */
+  readonly name: string;
+  generate(
+    messages: ChatMessage[],
+    options?: {
+      tools?: ToolDefinition[];
+      config?: GenerateConfig;
+      signal?: AbortSignal;
+      /** Context for providers that script by sample (mockllm); real providers ignore it. */
+      sample?: { sample: Sample; call: number };
+    },
+  ): Promise<ModelOutput>;
+}
+
+/** A dataset record with Inspect's sample fields. */
+export interface Sample {
+  /** Stable id: the record's `id`, else its 1-based position in the dataset. */
+  id: string | number;
+  input: string | ChatMessage[];
+  target: string | string[];
+  metadata?: Record<string, unknown>;
+}
+
+/** The state a solver chain threads through, as in Inspect's TaskState. */
+export interface TaskState {
+  sample: Sample;
+  epoch: number;
+  messages: ChatMessage[];
+  output?: ModelOutput;
+  /** Usage summed over every model call of this sample. */
+  usage: TokenUsage;
+  /** Set by a solver to stop the chain early (e.g. a submit tool). */
+  completed: boolean;
+  /** Free-form per-sample store for custom solvers. */
+  store: Record<string, unknown>;
+}
+
+/** What solvers and scorers may use besides the state. */
+export interface SampleContext {
+  model: Model;
+  /** Call at least every few seconds during long work so a dead worker is noticed quickly. */
+  heartbeat(): void;
+  signal: AbortSignal;
+}
+
+export type Solver = (state: TaskState, ctx: SampleContext) => Promise<TaskState>;
+
+export type ScoreValue = 'C' | 'I' | number;
+
+export interface Score {
+  value: ScoreValue;
+  answer?: string;
+  explanation?: string;
+}
+
+export type Scorer = (state: TaskState, target: string[], ctx: SampleContext) => Promise<Score>;
+
+export interface TaskDefinition {
+  name: string;
+  /** The samples, already loaded and validated (ids unique). */
+  dataset: Sample[];
+  solver: Solver[];
+  scorer: Scorer;
+  /** Name of the scorer, for logs (`match`, `includes`, `exact`, or a custom name). */
+  scorerName: string;
+  /** @default 1 */
+  epochs: number;
+  /** Inspect-style model name. */
+  model: string;
+  /** Provider-specific arguments, e.g. mockllm's scripted outputs and latency. */
+  modelArgs: Record<string, unknown>;
+  config: GenerateConfig;
+}
+
+/**
+ * Concurrency knobs as written in a definition (snake_case, the seed's names). Every field is
+ * optional: unset means "Steward's default" (see SPEC §2).
+ */
+export interface ConcurrencySettings {
+  max_tasks?: number;
+  max_samples?: number;
+  max_sandboxes?: number;
+  max_connections?: number;
+  samples_ramp?: [number, number] | false;
+  max_workers?: number;
+  /** Seconds. */
+  tend_interval?: number;
+}
+
+export interface EvalSetDefinition {
+  name: string;
+  /** Absolute path of the file it was loaded from. */
+  source: string;
+  /** Log directory from the definition, if it sets one (absolute). */
+  log_dir?: string;
+  settings: ConcurrencySettings;
+  tasks: TaskDefinition[];
+}

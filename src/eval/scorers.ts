@@ -1,0 +1,167 @@
+/**
+ * The built-in scorers (`match`, `includes`, `exact`) with Inspect AI's semantics, so a task
+ * scores the same here as under `inspect eval`. Each compares the final completion with every
+ * target; any target that matches makes the sample correct.
+ */
+
+import type { Score, Scorer, TaskState } from '../definition/types';
+
+export interface MatchOptions {
+  /** Where the target must appear in the completion. @default 'end' */
+  location?: 'begin' | 'end' | 'any' | 'exact';
+  /** @default true */
+  ignore_case?: boolean;
+  /**
+   * Compare numbers by value: currency signs, thousands separators and markdown emphasis are
+   * dropped and both sides normalised to 5 significant digits, so `1,000` matches `1000` and
+   * `42.0` matches `42`. Only applies to targets that are numbers. @default false
+   */
+  numeric?: boolean;
+}
+
+/** Inspect's `match()`: the target at the start, end, anywhere in, or exactly as the completion. */
+export function match(options: MatchOptions = {}): Scorer {
+  const { location = 'end', ignore_case = true, numeric = false } = options;
+  return stringMatchScorer((value, target) =>
+    matchString(value, target, location, ignore_case, numeric),
+  );
+}
+
+/** Inspect's `includes()`: the target appears anywhere in the completion. */
+export function includes(options: { ignore_case?: boolean } = {}): Scorer {
+  const { ignore_case = true } = options;
+  return stringMatchScorer((value, target) => {
+    const fold = ignore_case ? casefold : (text: string) => text;
+    return [value, fold(value).includes(fold(target))];
+  });
+}
+
+/** The completion equals a target once case and runs of whitespace are disregarded. */
+export function exact(): Scorer {
+  const normalise = (text: string) => casefold(text).trim().split(/\s+/).join(' ');
+  return stringMatchScorer((value, target) => [value, normalise(value) === normalise(target)]);
+}
+
+/** Returns the answer the check extracted from the completion, and whether it matched. */
+type Check = (value: string, target: string) => [answer: string, matched: boolean];
+
+function stringMatchScorer(check: Check): Scorer {
+  return async (state: TaskState, targets: string[]): Promise<Score> => {
+    const completion = state.output?.completion ?? '';
+    let answer: string | undefined;
+    for (const target of targets) {
+      const [extracted, matched] = check(completion, target);
+      answer = extracted;
+      if (matched) return { value: 'C', answer, explanation: completion };
+    }
+    return { value: 'I', answer, explanation: completion };
+  };
+}
+
+function matchString(
+  value: string,
+  target: string,
+  location: NonNullable<MatchOptions['location']>,
+  ignoreCase: boolean,
+  numeric: boolean,
+): [string, boolean] {
+  let v = value.trim();
+  let t = target.trim();
+  const answer = v;
+  if (ignoreCase) {
+    v = casefold(v);
+    t = casefold(t);
+  }
+  if (numeric) t = stripNumericPunctuation(t);
+  if (numeric && parseNumber(t) !== undefined) {
+    // Numbers are compared as numbers, never as text: "25" ends with "5" but 25 is not 5.
+    t = normalizeNumber(t);
+    const words = stripNumericPunctuation(v).split(/\s+/);
+    if (location === 'any') {
+      const found = words.filter(isNumberToken).map((word) => normalizeNumber(numberToken(word)));
+      return found.includes(t) ? [t, true] : [answer, false];
+    }
+    const extracted =
+      location === 'exact'
+        ? normalizeNumber(stripNumericPunctuation(v))
+        : firstNumber(location === 'end' ? words.reverse() : words);
+    return [extracted, extracted === t];
+  }
+  v = stripPunctuation(v);
+  t = stripPunctuation(t);
+  switch (location) {
+    case 'begin':
+      return [answer, v.startsWith(t)];
+    case 'end':
+      return [answer, v.endsWith(t)];
+    case 'exact':
+      return [answer, v === t];
+    case 'any':
+      return [answer, v.includes(t)];
+  }
+}
+
+/** Python's `str.casefold`, near enough: upper-casing first folds `ß` to `ss` as casefold does. */
+function casefold(text: string): string {
+  return text.toUpperCase().toLowerCase();
+}
+
+/** Python's `string.whitespace + string.punctuation`, stripped from both ends. */
+function stripPunctuation(text: string): string {
+  return text.replace(/^[\s!-/:-@[-`{-~]+|[\s!-/:-@[-`{-~]+$/g, '');
+}
+
+/**
+ * Drops currency signs, thousands separators and markdown emphasis (`*`, `_`), and any `.` not
+ * followed by a digit (a full stop, not a decimal point).
+ */
+function stripNumericPunctuation(text: string): string {
+  return text.replace(/[$£€,*_]/g, '').replace(/\.(?!\d)/g, '');
+}
+
+/** Python's `float()` syntax, finite values only. */
+const NUMBER_PATTERN = /^[+-]?(\d+(\.\d*)?|\.\d+)(e[+-]?\d+)?$/i;
+
+function parseNumber(text: string): number | undefined {
+  if (!NUMBER_PATTERN.test(text)) return undefined;
+  const value = Number(text);
+  return Number.isFinite(value) ? value : undefined;
+}
+
+/** Punctuation that sticks to a number in prose (`42!`, `(42)`); `%` is not: 60% is not 60. */
+const TOKEN_EDGE = /^[!?:;()[\]{}'"`~<=>@#^&|]+|[!?:;()[\]{}'"`~<=>@#^&|]+$/g;
+
+function numberToken(word: string): string {
+  const stripped = word.replace(TOKEN_EDGE, '');
+  return stripped !== word && parseNumber(stripped) !== undefined ? stripped : word;
+}
+
+function isNumberToken(word: string): boolean {
+  return parseNumber(word) !== undefined || parseNumber(word.replace(TOKEN_EDGE, '')) !== undefined;
+}
+
+function firstNumber(words: string[]): string {
+  const word = words.find(isNumberToken);
+  return word === undefined ? '' : normalizeNumber(numberToken(word));
+}
+
+/** Python's `format(float(text), '.5g')`; text that is not a number is returned unchanged. */
+function normalizeNumber(text: string): string {
+  const value = parseNumber(text);
+  return value === undefined ? text : formatSignificant(value, 5);
+}
+
+/** Python's `'g'` format: fixed notation unless the exponent is < -4 or >= precision. */
+export function formatSignificant(value: number, precision: number): string {
+  const [mantissa, exponentText] = value.toExponential(precision - 1).split('e');
+  const exponent = Number(exponentText);
+  if (exponent < -4 || exponent >= precision) {
+    const sign = exponent < 0 ? '-' : '+';
+    return `${trimZeros(mantissa)}e${sign}${String(Math.abs(exponent)).padStart(2, '0')}`;
+  }
+  return trimZeros(value.toFixed(precision - 1 - exponent));
+}
+
+function trimZeros(text: string): string {
+  return text.includes('.') ? text.replace(/0+$/, '').replace(/\.$/, '') : text;
+}

@@ -1,0 +1,135 @@
+/**
+ * The worker fleet: one process per slot (a slot serves one or more task queues), spawned on
+ * demand, restarted when it dies, stopped when its tasks are done.
+ */
+import { spawn, type ChildProcess } from 'node:child_process';
+import { createWriteStream, mkdirSync } from 'node:fs';
+import * as path from 'node:path';
+import { WORKER_CONFIG_ENV, type WorkerProcessConfig } from './task-worker';
+
+export interface WorkerSlot {
+  /** Stable name, used for the log file. */
+  id: string;
+  taskQueues: string[];
+}
+
+export type FleetEvent =
+  | { kind: 'started'; slot: string; pid: number }
+  | { kind: 'exited'; slot: string; pid: number; code: number | null; signal: string | null; restartInMs?: number };
+
+export interface FleetOptions {
+  /** The worker entry script (dist/workers/task-worker.js). */
+  script: string;
+  temporal: { address: string; namespace: string };
+  bundlePath: string;
+  /** Where each worker's output goes, one file per slot. */
+  logDir: string;
+  env?: NodeJS.ProcessEnv;
+  onEvent?(event: FleetEvent): void;
+}
+
+/** Restart backoff after a crash: fast first, so a killed worker costs seconds. */
+const RESTART_BASE_MS = 500;
+const RESTART_MAX_MS = 30_000;
+/** A process that lived this long is healthy again: its next crash restarts fast. */
+const HEALTHY_AFTER_MS = 60_000;
+
+/**
+ * Packs task queues into at most `maxWorkers` processes, keeping the order of the tasks (task i
+ * goes to slot i mod maxWorkers). Unset: one process per task.
+ */
+export function assignSlots(taskQueues: string[], maxWorkers: number | null): WorkerSlot[] {
+  const count = Math.min(taskQueues.length, maxWorkers ?? taskQueues.length);
+  const slots: WorkerSlot[] = Array.from({ length: count }, (_, i) => ({ id: `worker-${i + 1}`, taskQueues: [] }));
+  taskQueues.forEach((queue, i) => slots[i % count].taskQueues.push(queue));
+  return slots;
+}
+
+interface Running {
+  slot: WorkerSlot;
+  child?: ChildProcess;
+  failures: number;
+  startedAt: number;
+  restartTimer?: NodeJS.Timeout;
+  stopping: boolean;
+  exited: Promise<void>;
+}
+
+export class Fleet {
+  private readonly running = new Map<string, Running>();
+
+  constructor(private readonly options: FleetOptions) {
+    mkdirSync(options.logDir, { recursive: true });
+  }
+
+  /** Makes the fleet exactly `slots`: starts the missing processes and stops the others. */
+  reconcile(slots: WorkerSlot[]): void {
+    const wanted = new Map(slots.map((s) => [s.id, s]));
+    for (const [id, entry] of this.running) {
+      const want = wanted.get(id);
+      if (!want || want.taskQueues.join() !== entry.slot.taskQueues.join()) void this.stopSlot(id);
+    }
+    for (const slot of slots) if (!this.running.has(slot.id)) this.startSlot(slot);
+  }
+
+  /** Pids of the live worker processes, by slot. */
+  pids(): Record<string, number | undefined> {
+    return Object.fromEntries([...this.running].map(([id, r]) => [id, r.child?.pid]));
+  }
+
+  async stop(): Promise<void> {
+    await Promise.all([...this.running.keys()].map((id) => this.stopSlot(id)));
+  }
+
+  private startSlot(slot: WorkerSlot): void {
+    const entry: Running = { slot, failures: 0, startedAt: 0, stopping: false, exited: Promise.resolve() };
+    this.running.set(slot.id, entry);
+    this.spawn(entry);
+  }
+
+  private spawn(entry: Running): void {
+    const config: WorkerProcessConfig = {
+      ...this.options.temporal,
+      taskQueues: entry.slot.taskQueues,
+      bundlePath: this.options.bundlePath,
+    };
+    const log = createWriteStream(path.join(this.options.logDir, `${entry.slot.id}.log`), { flags: 'a' });
+    const child = spawn(process.execPath, [this.options.script], {
+      env: { ...(this.options.env ?? process.env), [WORKER_CONFIG_ENV]: JSON.stringify(config) },
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
+    child.stdout.pipe(log, { end: false });
+    child.stderr.pipe(log, { end: false });
+    entry.child = child;
+    entry.startedAt = Date.now();
+    entry.exited = new Promise((resolve) => {
+      child.once('exit', (code, signal) => {
+        log.end();
+        entry.child = undefined;
+        resolve();
+        if (entry.stopping) return;
+        if (Date.now() - entry.startedAt > HEALTHY_AFTER_MS) entry.failures = 0;
+        const restartInMs = Math.min(RESTART_MAX_MS, RESTART_BASE_MS * 2 ** entry.failures);
+        entry.failures++;
+        this.options.onEvent?.({ kind: 'exited', slot: entry.slot.id, pid: child.pid ?? 0, code, signal, restartInMs });
+        entry.restartTimer = setTimeout(() => this.spawn(entry), restartInMs);
+      });
+    });
+    if (child.pid) this.options.onEvent?.({ kind: 'started', slot: entry.slot.id, pid: child.pid });
+  }
+
+  private async stopSlot(id: string): Promise<void> {
+    const entry = this.running.get(id);
+    if (!entry) return;
+    this.running.delete(id);
+    entry.stopping = true;
+    clearTimeout(entry.restartTimer);
+    const child = entry.child;
+    if (child) {
+      child.kill('SIGTERM');
+      const killer = setTimeout(() => child.kill('SIGKILL'), 10_000);
+      await entry.exited;
+      clearTimeout(killer);
+    }
+  }
+}

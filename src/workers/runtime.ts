@@ -1,0 +1,38 @@
+/** The real dependencies of a worker process's activities. */
+import type { Client } from '@temporalio/client';
+import { loadDefinition } from '../definition/load';
+import type { Model } from '../definition/types';
+import { openLogStore, type LogStore } from '../logs/store';
+import { createModel } from '../models';
+import { memoize, thisWorker, type ActivityDeps } from '../activities/deps';
+
+export function processDeps(options: { client?: Client; env?: NodeJS.ProcessEnv } = {}): ActivityDeps {
+  const env = options.env ?? process.env;
+  // One model object per provider account in this process: it owns the account's connections.
+  const models = new Map<string, Model>();
+  const stores = new Map<string, LogStore>();
+  return {
+    loadDefinition: memoize(loadDefinition),
+    model(name, args) {
+      const key = `${name}\u0000${JSON.stringify(args)}`;
+      let model = models.get(key);
+      if (!model) {
+        model = createModel(name, args, env);
+        models.set(key, model);
+      }
+      return model;
+    },
+    logStore(dir) {
+      let store = stores.get(dir);
+      if (!store) {
+        store = openLogStore(dir);
+        stores.set(dir, store);
+      }
+      return store;
+    },
+    client: options.client,
+    env,
+    now: Date.now,
+    worker: thisWorker(),
+  };
+}

@@ -1,0 +1,109 @@
+/**
+ * The supervisor: hosts the `steward` queue (the `evalSet` workflows and control activities) in
+ * its own process, and keeps a worker process running for each slot whose tasks are running.
+ */
+import * as path from 'node:path';
+import type { Client } from '@temporalio/client';
+import { NativeConnection, Worker } from '@temporalio/worker';
+import { createActivities } from '../activities';
+import { STEWARD_TASK_QUEUE, statusQuery, type EvalSetStatus } from '../workflows/types';
+import { workflowBundlePath, PACKAGE_ROOT } from './bundle';
+import { Fleet, assignSlots, type FleetEvent, type WorkerSlot } from './fleet';
+import { processDeps } from './runtime';
+
+export interface SupervisorOptions {
+  client: Client;
+  temporal: { address: string; namespace: string };
+  /** Workflow ids of the eval sets to serve; unset: every running `evalSet`. */
+  evalSetIds?: string[];
+  /** Directory for worker logs. */
+  stewardDir: string;
+  signal: AbortSignal;
+  onFleetEvent?(event: FleetEvent): void;
+}
+
+const RECONCILE_MS = 1_000;
+const WORKER_SCRIPT = path.join(PACKAGE_ROOT, 'dist', 'workers', 'task-worker.js');
+
+/** Runs until `signal` aborts; then stops every worker process it started. */
+export async function runSupervisor(options: SupervisorOptions): Promise<void> {
+  const bundlePath = await workflowBundlePath();
+  const connection = await NativeConnection.connect({ address: options.temporal.address });
+  const control = await Worker.create({
+    connection,
+    namespace: options.temporal.namespace,
+    taskQueue: STEWARD_TASK_QUEUE,
+    workflowBundle: { codePath: bundlePath },
+    activities: createActivities(processDeps({ client: options.client })),
+  });
+  const fleet = new Fleet({
+    script: WORKER_SCRIPT,
+    temporal: options.temporal,
+    bundlePath,
+    logDir: path.join(options.stewardDir, 'workers'),
+    onEvent: options.onFleetEvent,
+  });
+
+  const reconcile = async (): Promise<void> => {
+    const ids = options.evalSetIds ?? (await runningEvalSets(options.client));
+    const statuses = await Promise.all(
+      ids.map((id) =>
+        options.client.workflow
+          .getHandle(id)
+          .query(statusQuery)
+          .catch(() => undefined),
+      ),
+    );
+    fleet.reconcile(statuses.flatMap((s) => (s ? wantedSlots(s) : [])));
+  };
+
+  const loop = (async () => {
+    while (!options.signal.aborted) {
+      await reconcile().catch(() => undefined);
+      await delay(RECONCILE_MS, options.signal);
+    }
+  })();
+
+  try {
+    await control.runUntil(
+      new Promise<void>((resolve) => {
+        if (options.signal.aborted) resolve();
+        options.signal.addEventListener('abort', () => resolve(), { once: true });
+      }),
+    );
+  } finally {
+    await loop;
+    await fleet.stop();
+    await connection.close();
+  }
+}
+
+/** The worker slots an eval set wants now: those serving at least one running task. */
+export function wantedSlots(status: EvalSetStatus): WorkerSlot[] {
+  const slots = assignSlots(
+    status.tasks.map((t) => t.taskQueue),
+    status.settings?.maxWorkers ?? null,
+  );
+  const running = new Set(status.tasks.filter((t) => t.state === 'running').map((t) => t.taskQueue));
+  return slots
+    .filter((slot) => slot.taskQueues.some((q) => running.has(q)))
+    .map((slot) => ({ ...slot, id: `${status.eval_set}-${slot.id}` }));
+}
+
+async function runningEvalSets(client: Client): Promise<string[]> {
+  const ids: string[] = [];
+  for await (const wf of client.workflow.list({ query: "WorkflowType = 'evalSet' AND ExecutionStatus = 'Running'" })) {
+    ids.push(wf.workflowId);
+  }
+  return ids;
+}
+
+function delay(ms: number, signal: AbortSignal): Promise<void> {
+  return new Promise((resolve) => {
+    const timer = setTimeout(resolve, ms);
+    signal.addEventListener('abort', () => {
+      clearTimeout(timer);
+      resolve();
+    }, { once: true });
+  });
+}

@@ -1,0 +1,62 @@
+/**
+ * A worker process: serves one or more task queues (its tasks' `evalTask` workflows, their sample
+ * workflows and sample activities). Started and restarted by the supervisor's fleet.
+ */
+import { NativeConnection, Runtime, Worker } from '@temporalio/worker';
+import { createActivities } from '../activities';
+import { processDeps } from './runtime';
+
+/** What the supervisor hands a worker process (in `STEWARD_WORKER_CONFIG`); never a secret. */
+export interface WorkerProcessConfig {
+  address: string;
+  namespace: string;
+  taskQueues: string[];
+  bundlePath: string;
+}
+
+export const WORKER_CONFIG_ENV = 'STEWARD_WORKER_CONFIG';
+
+/** Samples are bounded by the task's setpoint in the workflow, not by the worker's slots. */
+const MAX_CONCURRENT_ACTIVITIES = 4_000;
+
+export async function runTaskWorker(config: WorkerProcessConfig): Promise<void> {
+  Runtime.install({ shutdownSignals: ['SIGINT', 'SIGTERM'] });
+  const connection = await NativeConnection.connect({ address: config.address });
+  const activities = createActivities(processDeps());
+  const workers = await Promise.all(
+    config.taskQueues.map((taskQueue) =>
+      Worker.create({
+        connection,
+        namespace: config.namespace,
+        taskQueue,
+        workflowBundle: { codePath: config.bundlePath },
+        activities,
+        maxConcurrentActivityTaskExecutions: MAX_CONCURRENT_ACTIVITIES,
+        maxConcurrentLocalActivityExecutions: 100,
+        maxConcurrentWorkflowTaskExecutions: 100,
+        // Let running samples finish their current step briefly; Temporal re-runs the rest.
+        shutdownGraceTime: '2 seconds',
+      }),
+    ),
+  );
+  try {
+    await Promise.all(workers.map((w) => w.run()));
+  } finally {
+    await connection.close();
+  }
+}
+
+if (require.main === module) {
+  const raw = process.env[WORKER_CONFIG_ENV];
+  if (!raw) {
+    console.error(`${WORKER_CONFIG_ENV} is not set: this process is started by the steward supervisor`);
+    process.exit(2);
+  }
+  runTaskWorker(JSON.parse(raw) as WorkerProcessConfig).then(
+    () => process.exit(0),
+    (err: unknown) => {
+      console.error(err);
+      process.exit(1);
+    },
+  );
+}

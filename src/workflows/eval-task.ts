@@ -1,0 +1,154 @@
+/**
+ * One task of an eval set: admits samples while in-flight < setpoint, one child workflow each,
+ * and continues-as-new before the history limits without draining: samples in flight keep
+ * running and report to the next run by workflow id.
+ */
+import {
+  ParentClosePolicy,
+  allHandlersFinished,
+  condition,
+  continueAsNew,
+  proxyActivities,
+  setHandler,
+  startChild,
+  workflowInfo,
+} from '@temporalio/workflow';
+import { WorkflowExecutionAlreadyStartedError } from '@temporalio/common';
+import type { TaskActivities } from '../activities/task';
+import { countRanges, takeFromRanges } from '../core/ranges';
+import { sampleWorkflow } from './sample';
+import {
+  sampleDoneSignal,
+  sampleWorkflowId,
+  setLimitsSignal,
+  taskStatusQuery,
+  type EvalTaskCarry,
+  type EvalTaskInput,
+  type TaskResult,
+} from './types';
+
+const { planTask, finishTask } = proxyActivities<TaskActivities>({
+  startToCloseTimeout: '10 minutes',
+  retry: { maximumInterval: '30 seconds' },
+});
+
+/** Past this many events we continue-as-new even if the server has not suggested it yet. */
+const HISTORY_EVENTS_CEILING = 20_000;
+
+export async function evalTask(input: EvalTaskInput): Promise<TaskResult> {
+  const { workflowId, taskQueue } = workflowInfo();
+  let setpoint = input.setpoint;
+  let changed = false;
+  const carry: EvalTaskCarry = input.carry ?? (await startCarry(input));
+  const inFlight = new Set(carry.inFlight);
+
+  setHandler(sampleDoneSignal, (done) => {
+    // A sample may report twice (retried after its report was sent): count it once.
+    if (!inFlight.delete(done.index)) return;
+    if (done.ok) carry.completed++;
+    else carry.errored++;
+    changed = true;
+  });
+  setHandler(setLimitsSignal, (limits) => {
+    setpoint = limits.setpoint;
+    changed = true;
+  });
+  setHandler(taskStatusQuery, () => ({
+    name: input.task,
+    state: 'running',
+    taskQueue,
+    samples: carry.total,
+    completed: carry.completed,
+    errored: carry.errored,
+    in_flight: inFlight.size,
+    waiting: countRanges(carry.pending),
+    setpoint,
+    resumed: carry.resumed,
+    saturations: carry.saturations,
+    runs: carry.runs,
+  }));
+
+  const admit = async (index: number): Promise<void> => {
+    inFlight.add(index);
+    try {
+      await startChild(sampleWorkflow, {
+        workflowId: sampleWorkflowId(workflowId, index),
+        taskQueue,
+        parentClosePolicy: ParentClosePolicy.ABANDON,
+        args: [
+          {
+            evalSet: input.evalSet,
+            task: input.task,
+            definition: input.definition,
+            logDir: input.logDir,
+            index,
+            parentId: workflowId,
+          },
+        ],
+      });
+    } catch (err) {
+      // Started by an earlier run (relaunch) and still running: it will report here.
+      if (!(err instanceof WorkflowExecutionAlreadyStartedError)) throw err;
+    }
+  };
+
+  for (;;) {
+    const room = setpoint - inFlight.size;
+    const waiting = countRanges(carry.pending);
+    if (waiting > 0 && room <= 0) carry.saturations++;
+    if (room > 0 && waiting > 0) {
+      await Promise.all(takeFromRanges(carry.pending, room).map(admit));
+    }
+    if (countRanges(carry.pending) === 0 && inFlight.size === 0) break;
+    if (shouldContinueAsNew()) {
+      await condition(allHandlersFinished);
+      await continueAsNew<typeof evalTask>({
+        ...input,
+        setpoint,
+        carry: { ...carry, inFlight: [...inFlight], runs: carry.runs + 1 },
+      });
+    }
+    changed = false;
+    await condition(() => changed);
+  }
+
+  const metrics = await finishTask({
+    evalSet: input.evalSet,
+    task: input.task,
+    definition: input.definition,
+    logDir: input.logDir,
+    resumed: carry.resumed,
+  });
+  return {
+    name: input.task,
+    samples: carry.total,
+    completed: carry.completed,
+    errored: carry.errored,
+    resumed: carry.resumed,
+    metrics,
+  };
+}
+
+async function startCarry(input: EvalTaskInput): Promise<EvalTaskCarry> {
+  const plan = await planTask({
+    evalSet: input.evalSet,
+    task: input.task,
+    definition: input.definition,
+    logDir: input.logDir,
+  });
+  return {
+    total: plan.total,
+    pending: plan.pending,
+    inFlight: [],
+    completed: plan.resumed,
+    errored: 0,
+    resumed: plan.resumed,
+    saturations: 0,
+    runs: 1,
+  };
+}
+
+function shouldContinueAsNew(): boolean {
+  const info = workflowInfo();
+  return info.continueAsNewSuggested || info.historyLength > HISTORY_EVENTS_CEILING;
+}

@@ -1,0 +1,48 @@
+/**
+ * One sample as a child workflow. It exists so that a sample outlives the run of the `evalTask`
+ * that admitted it: the task continues-as-new without draining, and the sample reports back by
+ * the task's workflow id, which the next run answers to.
+ */
+import { ApplicationFailure, getExternalWorkflowHandle, proxyActivities } from '@temporalio/workflow';
+import type { SampleActivities } from '../activities/sample';
+import { sampleDoneSignal, type SampleDone, type SampleInput } from './types';
+
+const { runSample } = proxyActivities<SampleActivities>({
+  // A sample may make many slow model calls; liveness comes from the heartbeat, not from this.
+  startToCloseTimeout: '24 hours',
+  // The worker heartbeats every second: a killed worker's samples run again within seconds.
+  heartbeatTimeout: '10 seconds',
+  retry: {
+    initialInterval: '1 second',
+    backoffCoefficient: 2,
+    maximumInterval: '30 seconds',
+    // Crashes and timeouts are retried; a sample's own errors are non-retryable failures.
+    maximumAttempts: 5,
+  },
+});
+
+export async function sampleWorkflow(input: SampleInput): Promise<SampleDone> {
+  let done: SampleDone;
+  try {
+    await runSample(input);
+    done = { index: input.index, ok: true };
+  } catch (err) {
+    const cause = failureCause(err);
+    done = { index: input.index, ok: false, error: cause.message.slice(0, 500), errorType: cause.type };
+  }
+  await getExternalWorkflowHandle(input.parentId).signal(sampleDoneSignal, done);
+  return done;
+}
+
+/** The innermost application failure of an activity failure: its message and stable type. */
+function failureCause(err: unknown): { message: string; type?: string } {
+  let current: unknown = err;
+  while (current instanceof Error) {
+    if (current instanceof ApplicationFailure) {
+      return { message: current.message, type: current.type ?? undefined };
+    }
+    if (!current.cause) break;
+    current = current.cause;
+  }
+  return { message: current instanceof Error ? current.message : String(current) };
+}

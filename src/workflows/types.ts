@@ -1,0 +1,167 @@
+/**
+ * The wire contract of Steward's workflows: inputs, results, signals and queries. Everything here
+ * is plain JSON, because the stock `temporal` CLI and other ops tooling start and steer the same
+ * workflows. No sample inputs or outputs pass through here (they stay in the log directory), and
+ * never a secret: Temporal history is readable in its UI.
+ */
+import { defineQuery, defineSignal } from '@temporalio/workflow';
+import type { ResolvedSettings } from '../config/settings';
+import type { ConcurrencySettings } from '../definition/types';
+
+/** Input of the `evalSet` workflow (task queue `steward`, id `steward-<name>`). */
+export interface EvalSetInput {
+  /** Path of the definition (`evalset.yaml` or a module), as the workers can read it. */
+  definition: string;
+  /** Log directory; default: the definition's `log_dir`, else `logs/<name>` beside the definition. */
+  log_dir?: string;
+  /** Settings given at launch (CLI flags); they win over env, `_steward.yaml` and the definition. */
+  settings?: ConcurrencySettings;
+}
+
+export type { ConnectionsSetting, ResolvedSettings, SamplesSetting } from '../config/settings';
+
+/** What the `planEvalSet` activity makes of an {@link EvalSetInput}: small, so it fits in history. */
+export interface EvalSetPlan {
+  name: string;
+  /** Absolute path of the definition. */
+  definition: string;
+  /** Absolute log directory of this eval set. */
+  logDir: string;
+  settings: ResolvedSettings;
+  tasks: TaskPlan[];
+}
+
+export interface TaskPlan {
+  name: string;
+  taskQueue: string;
+  /** Dataset size × epochs. */
+  samples: number;
+  model: string;
+  sandboxed: boolean;
+}
+
+/** Input of the `evalTask` workflow, one per task, on the task's own queue. */
+export interface EvalTaskInput {
+  evalSet: string;
+  task: string;
+  definition: string;
+  logDir: string;
+  /** Workflow id of the `evalSet` parent. */
+  parentId: string;
+  setpoint: number;
+  /** Present when this run continues an earlier one (continue-as-new). */
+  carry?: EvalTaskCarry;
+}
+
+/** Half-open ranges `[start, end)` of sample indices (index = (epoch - 1) × dataset size + row). */
+export type IndexRanges = [number, number][];
+
+/** State handed from one run of `evalTask` to the next across continue-as-new. */
+export interface EvalTaskCarry {
+  total: number;
+  /** Indices not yet admitted. */
+  pending: IndexRanges;
+  /** Indices admitted whose result has not arrived: they keep running across continue-as-new. */
+  inFlight: number[];
+  completed: number;
+  errored: number;
+  /** Completed before this launch (resumed, not re-run). */
+  resumed: number;
+  saturations: number;
+  runs: number;
+}
+
+/** Input of the per-sample child workflow. */
+export interface SampleInput {
+  evalSet: string;
+  task: string;
+  definition: string;
+  logDir: string;
+  index: number;
+  /** Workflow id (not run id) of the `evalTask` to report to, so reports cross continue-as-new. */
+  parentId: string;
+}
+
+/** What a sample reports back to its task: ids and a small summary only. */
+export interface SampleDone {
+  index: number;
+  ok: boolean;
+  /** Short error text when `ok` is false. */
+  error?: string;
+  errorType?: string;
+}
+
+export interface TaskStatus {
+  name: string;
+  state: 'waiting' | 'running' | 'done';
+  taskQueue: string;
+  samples: number;
+  completed: number;
+  errored: number;
+  in_flight: number;
+  waiting: number;
+  setpoint: number;
+  /** Samples found completed in the log directory at start: resumed, not re-run. */
+  resumed: number;
+  /** Times the task wanted to admit a sample but was at its setpoint (cumulative). */
+  saturations: number;
+  /** Runs of the task workflow so far (continue-as-new count + 1). */
+  runs: number;
+}
+
+export interface TaskResult {
+  name: string;
+  samples: number;
+  completed: number;
+  errored: number;
+  resumed: number;
+  metrics: TaskMetrics | null;
+}
+
+export interface TaskMetrics {
+  accuracy: number;
+  stderr: number;
+  samples_scored: number;
+}
+
+export interface EvalSetStatus {
+  eval_set: string;
+  state: 'planning' | 'running' | 'done';
+  definition?: string;
+  log_dir?: string;
+  settings?: ResolvedSettings;
+  tasks: TaskStatus[];
+  /** When the task counters were last observed (ms since epoch, workflow time). */
+  observed_at?: number;
+}
+
+export interface EvalSetResult {
+  eval_set: string;
+  status: 'success' | 'error';
+  log_dir: string;
+  tasks: TaskResult[];
+}
+
+export const sampleDoneSignal = defineSignal<[SampleDone]>('sampleDone');
+export const setLimitsSignal = defineSignal<[{ setpoint: number }]>('setLimits');
+export const statusQuery = defineQuery<EvalSetStatus>('status');
+export const taskStatusQuery = defineQuery<TaskStatus>('status');
+
+/** Task queue of the `evalSet` workflows and the control activities. */
+export const STEWARD_TASK_QUEUE = 'steward';
+
+export function evalSetWorkflowId(name: string): string {
+  return `steward-${name}`;
+}
+
+export function taskQueueFor(evalSet: string, task: string): string {
+  return `steward-task-${evalSet}-${task}`;
+}
+
+export function taskWorkflowId(parentId: string, task: string): string {
+  return `${parentId}/${task}`;
+}
+
+export function sampleWorkflowId(taskWorkflowId: string, index: number): string {
+  return `${taskWorkflowId}/${index}`;
+}

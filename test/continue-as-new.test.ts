@@ -1,0 +1,81 @@
+/**
+ * A large task continues-as-new before the history limits, without draining: with the dev
+ * server's continue-as-new suggestion set low, a 2,000-sample task hands over several times and
+ * no sample in flight is cancelled or run twice across the hand-overs.
+ */
+import * as path from 'node:path';
+import { Client, Connection } from '@temporalio/client';
+import { stewardSearchAttributes } from '../src/temporal/config';
+import { ensureDevServer, stopDevServer } from '../src/temporal/devserver';
+import { taskQueueFor, taskWorkflowId, evalSetWorkflowId } from '../src/workflows/types';
+import { freePort } from './setup/global-setup';
+import { readSampleRecords } from './helpers/results';
+import { runCli, tempDir, uniqueName, writeEvalSet } from './helpers/cli';
+
+const SAMPLES = 2_000;
+
+describe('continue-as-new without draining', () => {
+  let stewardDir: string;
+  let client: Client;
+  let env: NodeJS.ProcessEnv;
+
+  beforeAll(async () => {
+    stewardDir = await tempDir('steward-can-');
+    const { address, namespace } = await ensureDevServer(
+      {
+        ip: '127.0.0.1',
+        port: await freePort(),
+        uiPort: false,
+        namespace: 'default',
+        dbFilename: path.join(stewardDir, 'temporal.db'),
+        logLevel: 'warn',
+        logFormat: 'text',
+        searchAttributes: { ...stewardSearchAttributes },
+        dynamicConfig: { 'limit.historyCount.suggestContinueAsNew': 1_000 },
+      },
+      { stewardDir },
+    );
+    env = { ...process.env, TEMPORAL_ADDRESS: address, TEMPORAL_NAMESPACE: namespace, STEWARD_HOME: stewardDir };
+    client = new Client({ connection: await Connection.connect({ address }), namespace });
+  });
+
+  afterAll(async () => {
+    await client?.connection.close();
+    await stopDevServer(stewardDir);
+  });
+
+  test('a 2,000-sample task hands over several times and every sample runs exactly once', async () => {
+    const dir = await tempDir();
+    const name = uniqueName('can');
+    const file = await writeEvalSet(dir, name, [{ name: 'big', samples: SAMPLES, latencyMs: 5, jitterMs: 20 }], {
+      max_samples: 100,
+    });
+    const logDir = path.join(dir, 'logs');
+    const run = await runCli(['launch', file, '--json', '--log-dir', logDir], { env });
+    expect(run.stderr).not.toContain('internal error');
+    expect(run.code).toBe(0);
+    expect(JSON.parse(run.stdout).tasks[0]).toMatchObject({ samples: SAMPLES, completed: SAMPLES, errored: 0 });
+
+    // The task workflow ran as several runs, each closed by continue-as-new but the last.
+    const taskId = taskWorkflowId(evalSetWorkflowId(name), 'big');
+    const runs: string[] = [];
+    for await (const wf of client.workflow.list({ query: `WorkflowId = '${taskId}'` })) runs.push(wf.status.name);
+    expect(runs.length).toBeGreaterThanOrEqual(3);
+    expect(runs.filter((s) => s === 'CONTINUED_AS_NEW')).toHaveLength(runs.length - 1);
+    expect(runs.filter((s) => s === 'COMPLETED')).toHaveLength(1);
+
+    // Each sample workflow started once and completed: none cancelled, terminated or repeated.
+    const samples = new Map<string, string[]>();
+    const query = `WorkflowType = 'sampleWorkflow' AND TaskQueue = '${taskQueueFor(name, 'big')}'`;
+    for await (const wf of client.workflow.list({ query })) {
+      samples.set(wf.workflowId, [...(samples.get(wf.workflowId) ?? []), wf.status.name]);
+    }
+    expect(samples.size).toBe(SAMPLES);
+    expect([...samples.values()].every((s) => s.length === 1 && s[0] === 'COMPLETED')).toBe(true);
+
+    // And each was recorded once, by its first attempt.
+    const records = await readSampleRecords(logDir, 'big');
+    expect(records).toHaveLength(SAMPLES);
+    expect(records.every((r) => r.attempt === 1)).toBe(true);
+  });
+});

@@ -1,0 +1,327 @@
+import {
+  AdaptiveConnections,
+  FixedConnections,
+  type AdaptiveConnectionsOptions,
+  type CallOutcome,
+  type ConnectionLimiter,
+  type Release,
+} from '../../src/core/controller';
+
+/** A clock the test moves by hand. */
+function clock() {
+  let time = 0;
+  return { now: () => time, advance: (ms: number) => (time += ms) };
+}
+
+function adaptive(options: Partial<AdaptiveConnectionsOptions> = {}) {
+  const time = clock();
+  return { time, controller: new AdaptiveConnections({ now: time.now, ...options }) };
+}
+
+/** Takes `count` slots (all must be free at once) and returns their releases. */
+async function take(limiter: ConnectionLimiter, count: number): Promise<Release[]> {
+  return Promise.all(Array.from({ length: count }, () => limiter.acquire()));
+}
+
+/** Runs calls `inFlight` at a time until `calls` have succeeded. */
+async function succeed(limiter: ConnectionLimiter, calls: number, inFlight: number) {
+  for (let done = 0; done < calls; done += inFlight) {
+    const releases = await take(limiter, Math.min(inFlight, calls - done));
+    for (const release of releases) release({ kind: 'success' });
+  }
+}
+
+/** One saturated round at the current limit: `limit` clean successes, all in flight together. */
+async function saturatedRound(limiter: ConnectionLimiter) {
+  const { limit } = limiter.snapshot();
+  await succeed(limiter, Math.max(limit, 4), limit);
+}
+
+async function report(limiter: ConnectionLimiter, outcome: CallOutcome) {
+  (await limiter.acquire())(outcome);
+}
+
+const limit = (limiter: ConnectionLimiter) => limiter.snapshot().limit;
+
+/** Lets queued promise callbacks run. */
+const settle = () => new Promise((resolve) => setImmediate(resolve));
+
+describe('AdaptiveConnections growth', () => {
+  test("starts at Inspect's 20 and doubles per saturated round up to the ceiling", async () => {
+    const { controller } = adaptive();
+    const limits = [limit(controller)];
+    for (let round = 0; round < 4; round += 1) {
+      await saturatedRound(controller);
+      limits.push(limit(controller));
+    }
+    expect(limits).toEqual([20, 40, 80, 100, 100]);
+  });
+
+  test.each([
+    ['peak in-flight below 0.8 x limit', 20, 15, 20],
+    ['peak in-flight at 0.8 x limit', 20, 16, 40],
+    ['one success short of a round', 19, 20, 20],
+  ])('%s: %i successes, %i in flight at once', async (_name, calls, inFlight, after) => {
+    const { controller } = adaptive();
+    await succeed(controller, calls, inFlight);
+    expect(limit(controller)).toBe(after);
+  });
+
+  test('a round is at least 4 successes', async () => {
+    const { controller } = adaptive({ min: 1, start: 2 });
+    await succeed(controller, 3, 2);
+    expect(limit(controller)).toBe(2);
+    await succeed(controller, 1, 2);
+    expect(limit(controller)).toBe(4);
+  });
+
+  test('after the first rate limit, +5% rounded up to a nice number', async () => {
+    const { controller, time } = adaptive({ max: 200 });
+    await report(controller, { kind: 'rateLimit' });
+    time.advance(15_000);
+    const limits = [limit(controller)];
+    for (let round = 0; round < 5; round += 1) {
+      await saturatedRound(controller);
+      limits.push(limit(controller));
+    }
+    expect(limits).toEqual([15, 20, 25, 30, 35, 40]);
+  });
+
+  test.each([
+    ['a success after a retry', { kind: 'success', retried: true }],
+    ['a transient error', { kind: 'transient' }],
+    ['a non-retryable error', { kind: 'error' }],
+  ] as Array<[string, CallOutcome]>)('%s does not count toward a round', async (_name, outcome) => {
+    const { controller } = adaptive();
+    const releases = await take(controller, 20);
+    releases.forEach((release, index) => release(index === 0 ? outcome : { kind: 'success' }));
+    expect(limit(controller)).toBe(20);
+    await report(controller, { kind: 'success' });
+    expect(limit(controller)).toBe(40);
+  });
+
+  test('raising the ceiling does not raise the limit; the controller climbs into it', async () => {
+    const { controller } = adaptive();
+    controller.setCeiling(300);
+    expect(controller.snapshot()).toMatchObject({ limit: 20, ceiling: 300 });
+    for (let round = 0; round < 4; round += 1) await saturatedRound(controller);
+    expect(limit(controller)).toBe(300);
+  });
+});
+
+describe('AdaptiveConnections rate limits', () => {
+  test.each([
+    [100, 80],
+    [105, 80],
+    [85, 65],
+    [20, 15],
+    [12, 10],
+    [10, 10],
+  ])('a rate limit cuts %i to %i (x0.8, nice, never below min 10)', async (start, after) => {
+    const { controller } = adaptive({ start, max: 200 });
+    await report(controller, { kind: 'rateLimit' });
+    expect(limit(controller)).toBe(after);
+    expect(controller.snapshot()).toMatchObject({
+      cuts: start === after ? 0 : 1,
+      rateLimitEpisodes: 1,
+    });
+  });
+
+  test('one cut per 15 s cooldown; the burst is one episode', async () => {
+    const { controller, time } = adaptive({ start: 100 });
+    await report(controller, { kind: 'rateLimit' });
+    time.advance(14_999);
+    await report(controller, { kind: 'rateLimit' });
+    expect(controller.snapshot()).toMatchObject({ limit: 80, cuts: 1, rateLimitEpisodes: 1 });
+    time.advance(1);
+    await report(controller, { kind: 'rateLimit' });
+    expect(controller.snapshot()).toMatchObject({ limit: 60, cuts: 2, rateLimitEpisodes: 2 });
+  });
+
+  test.each([
+    ['a longer retry-after on the cut lengthens the cooldown', 30_000, 0, 29_999, 30_000],
+    ['a shorter retry-after does not shorten it', 1_000, 0, 14_999, 15_000],
+    ['a retry-after during the cooldown lengthens it too', undefined, 20_000, 29_999, 30_000],
+  ])('%s', async (_name, onCut, later, stillCooling, cutsAgain) => {
+    const { controller, time } = adaptive({ start: 100 });
+    await report(controller, { kind: 'rateLimit', retryAfterMs: onCut });
+    time.advance(10_000);
+    await report(controller, { kind: 'rateLimit', retryAfterMs: later });
+    time.advance(stillCooling - 10_000);
+    await report(controller, { kind: 'rateLimit' });
+    expect(limit(controller)).toBe(80);
+    time.advance(cutsAgain - stillCooling);
+    await report(controller, { kind: 'rateLimit' });
+    expect(limit(controller)).toBe(60);
+  });
+
+  test('retry-after never drives the limit: the cut is x0.8 whatever the hint', async () => {
+    const { controller } = adaptive({ start: 100 });
+    await report(controller, { kind: 'rateLimit', retryAfterMs: 600_000 });
+    expect(limit(controller)).toBe(80);
+  });
+
+  test('successes during the cooldown do not grow the limit', async () => {
+    const { controller, time } = adaptive({ start: 100 });
+    await report(controller, { kind: 'rateLimit' });
+    await saturatedRound(controller);
+    await saturatedRound(controller);
+    expect(limit(controller)).toBe(80);
+    time.advance(15_000);
+    await saturatedRound(controller);
+    expect(limit(controller)).toBe(85);
+  });
+
+  test('transient errors never cut', async () => {
+    const { controller } = adaptive({ start: 100 });
+    const releases = await take(controller, 100);
+    for (const release of releases) release({ kind: 'transient' });
+    expect(controller.snapshot()).toMatchObject({ limit: 100, cuts: 0, rateLimitEpisodes: 0 });
+  });
+});
+
+describe('slots', () => {
+  test('waiters are served first come, first served', async () => {
+    const limiter = new FixedConnections(2, { now: () => 0 });
+    const [first, second] = await take(limiter, 2);
+    const served: string[] = [];
+    const waiting = ['c', 'd', 'e'].map((name) =>
+      limiter.acquire().then((release) => {
+        served.push(name);
+        return release;
+      }),
+    );
+    expect(limiter.snapshot()).toMatchObject({ inFlight: 2, waiting: 3 });
+    first({ kind: 'success' });
+    second({ kind: 'success' });
+    await settle();
+    expect(served).toEqual(['c', 'd']);
+    (await waiting[0])({ kind: 'success' });
+    await settle();
+    expect(served).toEqual(['c', 'd', 'e']);
+  });
+
+  test('a newcomer does not jump the queue', async () => {
+    const limiter = new FixedConnections(1, { now: () => 0 });
+    const [held] = await take(limiter, 1);
+    const served: string[] = [];
+    void limiter.acquire().then(() => served.push('queued'));
+    held({ kind: 'success' });
+    void limiter.acquire().then(() => served.push('newcomer'));
+    await settle();
+    expect(served).toEqual(['queued']);
+  });
+
+  test.each([
+    ['a lower ceiling', (controller: AdaptiveConnections) => controller.setCeiling(5)],
+    [
+      'a rate-limit cut',
+      (controller: AdaptiveConnections) => void report(controller, { kind: 'rateLimit' }),
+    ],
+  ])('lowering by %s never interrupts calls in flight', async (_name, lower) => {
+    const { controller } = adaptive({ min: 5 });
+    const inFlight = await take(controller, 19);
+    lower(controller);
+    await settle();
+    const to = limit(controller);
+    expect(controller.snapshot().inFlight).toBe(19);
+    let admitted = false;
+    void controller.acquire().then(() => (admitted = true));
+    // Calls finish normally; a new one waits until in-flight is below the new limit.
+    for (const release of inFlight.slice(0, 19 - to)) release({ kind: 'success' });
+    await settle();
+    expect(admitted).toBe(false);
+    inFlight[19 - to]({ kind: 'success' });
+    await settle();
+    expect(admitted).toBe(true);
+  });
+
+  test('an aborted waiter leaves the queue with the signal reason', async () => {
+    const limiter = new FixedConnections(1, { now: () => 0 });
+    const [held] = await take(limiter, 1);
+    const abort = new AbortController();
+    const gone = limiter.acquire(abort.signal);
+    const next = limiter.acquire();
+    abort.abort(new Error('sample cancelled'));
+    await expect(gone).rejects.toThrow('sample cancelled');
+    expect(limiter.snapshot().waiting).toBe(1);
+    held({ kind: 'success' });
+    await expect(next).resolves.toEqual(expect.any(Function));
+    await expect(limiter.acquire(abort.signal)).rejects.toThrow('sample cancelled');
+  });
+
+  test('a second release of the same slot is ignored', async () => {
+    const limiter = new FixedConnections(2, { now: () => 0 });
+    const [release] = await take(limiter, 2);
+    release({ kind: 'success' });
+    release({ kind: 'success' });
+    expect(limiter.snapshot()).toMatchObject({ inFlight: 1, successes: 1 });
+  });
+});
+
+describe('windows', () => {
+  test('drainWindow returns the window and starts a new one', async () => {
+    const { controller, time } = adaptive({ start: 100 });
+    await report(controller, { kind: 'rateLimit' });
+    await report(controller, { kind: 'rateLimit' });
+    time.advance(15_000);
+    await report(controller, { kind: 'rateLimit' });
+    await report(controller, { kind: 'transient' });
+    await report(controller, { kind: 'success' });
+    controller.setCeiling(70);
+    expect(controller.drainWindow()).toEqual({
+      limit: 60,
+      lowestLimit: 60,
+      rateLimitSignals: 3,
+      rateLimitEpisodes: 2,
+      cuts: 2,
+      transientErrors: 1,
+      successes: 1,
+    });
+    expect(controller.drainWindow()).toEqual({
+      limit: 60,
+      lowestLimit: 60,
+      rateLimitSignals: 0,
+      rateLimitEpisodes: 0,
+      cuts: 0,
+      transientErrors: 0,
+      successes: 0,
+    });
+    expect(controller.snapshot()).toMatchObject({
+      cuts: 2,
+      rateLimitEpisodes: 2,
+      successes: 1,
+      ceiling: 70,
+    });
+  });
+});
+
+describe('FixedConnections', () => {
+  test('never moves, yet counts rate-limit episodes for the ramp', async () => {
+    const time = clock();
+    const limiter = new FixedConnections(30, { now: time.now });
+    limiter.setCeiling(200);
+    await report(limiter, { kind: 'rateLimit' });
+    await report(limiter, { kind: 'rateLimit' });
+    time.advance(15_000);
+    await report(limiter, { kind: 'rateLimit' });
+    expect(limiter.snapshot()).toMatchObject({
+      limit: 30,
+      ceiling: 30,
+      cuts: 0,
+      rateLimitEpisodes: 2,
+    });
+    expect(limiter.drainWindow()).toMatchObject({ rateLimitSignals: 3, rateLimitEpisodes: 2 });
+  });
+
+  test.each([0, -1, 2.5])('rejects max_connections %p', (connections) => {
+    expect(() => new FixedConnections(connections, { now: () => 0 })).toThrow(RangeError);
+  });
+});
+
+test.each([[{ min: 0 }], [{ start: 5 }], [{ start: 150 }]])(
+  'AdaptiveConnections rejects bounds %p',
+  (bounds) => {
+    expect(() => new AdaptiveConnections({ now: () => 0, ...bounds })).toThrow(RangeError);
+  },
+);

@@ -1,0 +1,82 @@
+/**
+ * The walking skeleton against the real dev server, through the CLI as a user types it:
+ * 3 tasks × 200 samples at max_samples 20.
+ */
+import * as path from 'node:path';
+import { promises as fs } from 'node:fs';
+import { peakConcurrency, readSampleRecords } from './helpers/results';
+import { runCli, tempDir, uniqueName, writeEvalSet } from './helpers/cli';
+
+const TASKS = ['alpha', 'beta', 'gamma'];
+const SAMPLES = 200;
+const MAX_SAMPLES = 20;
+
+describe('an eval set of 3 tasks × 200 samples at max_samples 20', () => {
+  let logDir: string;
+  let stdout: string;
+  let stderr: string;
+  let code: number | null;
+
+  beforeAll(async () => {
+    const dir = await tempDir();
+    const name = uniqueName('fleet');
+    const file = await writeEvalSet(
+      dir,
+      name,
+      TASKS.map((t) => ({ name: t, samples: SAMPLES, latencyMs: 20, jitterMs: 20 })),
+      { max_samples: MAX_SAMPLES },
+    );
+    logDir = path.join(dir, 'logs');
+    ({ code, stdout, stderr } = await runCli(['launch', file, '--json', '--log-dir', logDir]));
+  });
+
+  test('completes, exits 0 and prints the JSON summary', () => {
+    expect(stderr).not.toContain('internal error');
+    expect(code).toBe(0);
+    const summary = JSON.parse(stdout);
+    expect(summary.status).toBe('success');
+    expect(summary.log_dir).toBe(logDir);
+    expect(summary.tasks.map((t: { name: string }) => t.name)).toEqual(TASKS);
+    for (const task of summary.tasks) {
+      expect(task).toMatchObject({ samples: SAMPLES, completed: SAMPLES, errored: 0 });
+      expect(task.metrics).toMatchObject({ accuracy: 1, stderr: 0 });
+    }
+  });
+
+  test('records every sample exactly once, scored, with no errors left behind', async () => {
+    for (const task of TASKS) {
+      const records = await readSampleRecords(logDir, task);
+      expect(records).toHaveLength(SAMPLES);
+      expect(new Set(records.map((r) => r.sample_id)).size).toBe(SAMPLES);
+      expect(records.every((r) => r.score.value === 'C' && r.attempt === 1)).toBe(true);
+      expect(records.every((r) => r.usage.total_tokens > 0)).toBe(true);
+      await expect(fs.readdir(path.join(logDir, task, 'errors'))).rejects.toMatchObject({ code: 'ENOENT' });
+    }
+  });
+
+  test('runs each task in its own worker process', async () => {
+    const pidsByTask = await Promise.all(
+      TASKS.map(async (task) => new Set((await readSampleRecords(logDir, task)).map((r) => r.worker.pid))),
+    );
+    for (const pids of pidsByTask) expect(pids.size).toBe(1);
+    const all = pidsByTask.map((pids) => [...pids][0]);
+    expect(new Set(all).size).toBe(TASKS.length);
+  });
+
+  test('never has more than max_samples in flight per task, and uses them', async () => {
+    for (const task of TASKS) {
+      const peak = peakConcurrency(await readSampleRecords(logDir, task));
+      expect(peak).toBeLessThanOrEqual(MAX_SAMPLES);
+      expect(peak).toBeGreaterThanOrEqual(MAX_SAMPLES / 2);
+    }
+  });
+
+  test('writes the task and eval set summaries', async () => {
+    const summary = JSON.parse(await fs.readFile(path.join(logDir, 'evalset.json'), 'utf8'));
+    expect(summary.status).toBe('success');
+    for (const task of TASKS) {
+      const taskSummary = JSON.parse(await fs.readFile(path.join(logDir, task, 'summary.json'), 'utf8'));
+      expect(taskSummary).toMatchObject({ name: task, samples: SAMPLES, completed: SAMPLES, errored: 0 });
+    }
+  });
+});

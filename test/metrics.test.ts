@@ -1,0 +1,89 @@
+import type { ScoreValue } from '../src/definition/types';
+import { accuracy, scoreToFloat, stderr, taskMetrics, type ScoredEpoch } from '../src/eval/metrics';
+
+describe('scoreToFloat', () => {
+  it.each<[ScoreValue, number]>([
+    ['C', 1],
+    ['I', 0],
+    [0.25, 0.25],
+    [0, 0],
+  ])('%j -> %d', (value, float) => {
+    expect(scoreToFloat(value)).toBe(float);
+  });
+});
+
+describe('accuracy and stderr', () => {
+  // stderr by hand: mean m, variance sum((x - m)^2) / (n - 1), stderr sqrt(variance) / sqrt(n).
+  it.each<[number[], number, number]>([
+    [[], 0, 0],
+    [[1], 1, 0],
+    [[1, 1, 1], 1, 0],
+    // m 0.5, variance (0.25 + 0.25) / 1 = 0.5, stderr sqrt(0.5) / sqrt(2) = 0.5
+    [[0, 1], 0.5, 0.5],
+    // m 0.75, variance (3 * 0.0625 + 0.5625) / 3 = 0.25, stderr 0.5 / 2 = 0.25
+    [[1, 0, 1, 1], 0.75, 0.25],
+    // m 0.5, variance (0.25 + 0.0625 + 0 + 0.0625 + 0.25) / 4 = 0.15625, stderr 0.395285 / 2.236068
+    [[0, 0.25, 0.5, 0.75, 1], 0.5, 0.1767767],
+  ])('%j: accuracy %d, stderr %d', (values, mean, error) => {
+    expect(accuracy(values)).toBeCloseTo(mean, 7);
+    expect(stderr(values)).toBeCloseTo(error, 7);
+  });
+});
+
+describe('taskMetrics', () => {
+  it('averages epochs per sample before computing accuracy and stderr', () => {
+    const scores: ScoredEpoch[] = [
+      { sampleId: 'a', epoch: 1, value: 'C' },
+      { sampleId: 'a', epoch: 2, value: 'I' },
+      { sampleId: 'a', epoch: 3, value: 'C' },
+      { sampleId: 'b', epoch: 1, value: 'C' },
+      { sampleId: 'b', epoch: 2, value: 'C' },
+      { sampleId: 'b', epoch: 3, value: 'C' },
+      { sampleId: 1, epoch: 1, value: 'I' },
+      { sampleId: '1', epoch: 1, value: 'C' },
+    ];
+    // Per sample: a 2/3, b 1, 1 (number) 0, "1" (string) 1. Mean (2/3 + 1 + 0 + 1) / 4 = 2/3.
+    // Deviations squared: 0, 1/9, 4/9, 1/9 -> variance (6/9) / 3 = 2/9; stderr sqrt(2/9) / 2.
+    const metrics = taskMetrics(scores);
+    expect(metrics.samples_scored).toBe(4);
+    expect(metrics.accuracy).toBeCloseTo(2 / 3, 10);
+    expect(metrics.stderr).toBeCloseTo(Math.sqrt(2 / 9) / 2, 10);
+  });
+
+  it('does not weight a sample by its epoch count', () => {
+    // Flattened, this would be 3/4; per sample it is (1 + 0) / 2.
+    const metrics = taskMetrics([
+      { sampleId: 'a', epoch: 1, value: 'C' },
+      { sampleId: 'a', epoch: 2, value: 'C' },
+      { sampleId: 'a', epoch: 3, value: 'C' },
+      { sampleId: 'b', epoch: 1, value: 'I' },
+    ]);
+    expect(metrics.accuracy).toBe(0.5);
+    expect(metrics.stderr).toBeCloseTo(0.5, 10);
+    expect(metrics.samples_scored).toBe(2);
+  });
+
+  it('counts a sample epoch recorded twice once, the last record winning', () => {
+    const metrics = taskMetrics([
+      { sampleId: 'a', epoch: 1, value: 'I' },
+      { sampleId: 'a', epoch: 1, value: 'C' },
+      { sampleId: 'a', epoch: 2, value: 'C' },
+    ]);
+    expect(metrics).toEqual({ accuracy: 1, stderr: 0, samples_scored: 1 });
+  });
+
+  it('takes numeric scores as they are', () => {
+    const metrics = taskMetrics([
+      { sampleId: 'a', epoch: 1, value: 0.5 },
+      { sampleId: 'a', epoch: 2, value: 1 },
+      { sampleId: 'b', epoch: 1, value: 0.25 },
+    ]);
+    // Per sample: 0.75 and 0.25; mean 0.5, variance (0.0625 * 2) / 1, stderr 0.353553 / 1.414214.
+    expect(metrics.accuracy).toBeCloseTo(0.5, 10);
+    expect(metrics.stderr).toBeCloseTo(0.25, 10);
+  });
+
+  it('is all zeros with nothing scored', () => {
+    expect(taskMetrics([])).toEqual({ accuracy: 0, stderr: 0, samples_scored: 0 });
+  });
+});
