@@ -1,4 +1,6 @@
 import { execFile } from 'node:child_process';
+import { mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
 import * as path from 'node:path';
 import { promisify } from 'node:util';
 import { validateDefinition } from '../src/config/validate';
@@ -18,10 +20,6 @@ const withTask = (task: Record<string, unknown>) => ({
   ...base,
   tasks: [{ ...base.tasks[0], ...task }],
 });
-
-function errors(raw: unknown): string[] {
-  return validateDefinition(raw, FILE).errors.map(formatIssue);
-}
 
 describe('validateDefinition', () => {
   test('normalises a definition, filling defaults', () => {
@@ -132,13 +130,7 @@ describe('validateDefinition', () => {
 
   test.each([
     ['an empty document', null, ['evalset.yaml: the definition is empty']],
-    [
-      'a list',
-      [base],
-      [
-        'evalset.yaml: expected object, got array ([{"name":"hello","model":"mockllm/model","tasks":[{"name":"arithm...)',
-      ],
-    ],
+    ['a list', ['name: x'], ['evalset.yaml: expected object, got array (["name: x"])']],
     [
       'an unknown top-level key, by name',
       { ...base, max_task: 2 },
@@ -209,7 +201,7 @@ describe('validateDefinition', () => {
     [
       'samples_ramp with one number',
       { ...base, samples_ramp: [40] },
-      ['evalset.yaml: samples_ramp.1: required'],
+      ['evalset.yaml: samples_ramp: must have at least 2 items ([40])'],
     ],
     [
       'duplicate task names',
@@ -318,7 +310,6 @@ describe('validateDefinition', () => {
     const result = validateDefinition(raw, FILE);
     expect(result.definition).toBeUndefined();
     expect(result.errors.map(formatIssue)).toEqual(expected);
-    expect(errors(raw)).toEqual(expected);
   });
 });
 
@@ -370,14 +361,21 @@ describe('loadDefinition (YAML)', () => {
 
   const broken = (name: string) => path.join(FIXTURES, 'broken', name);
 
+  // Written at run time: as a fixture file it would trip the repository's format check.
+  test('refuses a YAML syntax error, at its line and column', async () => {
+    const dir = await mkdtemp(path.join(tmpdir(), 'steward-config-'));
+    const file = path.join(dir, 'evalset.yaml');
+    await writeFile(file, 'name: broken\ntasks:\n  - name: a\n    scorer: match: exact\n');
+    try {
+      expect(await loadProblems(file)).toEqual([
+        `${file}:4: invalid YAML at column 13: Nested mappings are not allowed in compact mappings`,
+      ]);
+    } finally {
+      await rm(dir, { recursive: true, force: true });
+    }
+  });
+
   test.each([
-    [
-      'a YAML syntax error, at its line and column',
-      'syntax.yaml',
-      [
-        `${broken('syntax.yaml')}:6: invalid YAML at column 13: Nested mappings are not allowed in compact mappings`,
-      ],
-    ],
     ['an empty file', 'empty.yaml', [`${broken('empty.yaml')}: the definition is empty`]],
     ['a missing file', 'nope.yaml', [`${broken('nope.yaml')}: definition file not found`]],
     [

@@ -157,11 +157,7 @@ describe('offerPoolFix', () => {
   async function report(file: string, demand = 100): Promise<PreflightReport> {
     const result = await dockerPreflight({ docker, demand, daemonJsonPath: file });
     // These tests need the daemon's built-in pools (about 30 networks), as a fresh install has.
-    expect({ source: result.source, ok: result.ok, fix: !!result.fix }).toEqual({
-      source: 'built-in',
-      ok: false,
-      fix: true,
-    });
+    expect({ source: result.source, ok: result.ok }).toEqual({ source: 'built-in', ok: false });
     return result;
   }
 

@@ -14,7 +14,7 @@ import {
   validateTemporalDevConfig,
   type TemporalDevConfig,
 } from '../src/temporal/config';
-import { connectClient } from '../src/temporal/connection';
+import { connectClient, resolveTemporal } from '../src/temporal/connection';
 import {
   devServerArgs,
   devServerFiles,
@@ -308,6 +308,13 @@ describe('ensureDevServer, against the real Temporal CLI', () => {
     });
   });
 
+  it('refuses to start a second server on the database of one still running', async () => {
+    const moved = { ...config, port: await freePort() };
+    const error = await ensureDevServer(moved, { stewardDir }).catch((e: unknown) => e);
+    expect(error).toBeInstanceOf(StewardError);
+    expect((error as Error).message).toMatch(/is running but does not answer at .*kill \d+/);
+  });
+
   it('keeps workflows across a kill -9 and a restart on the same database', async () => {
     const workflowId = `persist-${randomUUID()}`;
     await startUnservedWorkflow(workflowId);
@@ -344,6 +351,48 @@ describe('ensureDevServer, against the real Temporal CLI', () => {
       expect(existsSync(devServerFiles(dir).pid)).toBe(false);
     } finally {
       blocker.close();
+    }
+  });
+});
+
+describe('resolveTemporal', () => {
+  it('uses TEMPORAL_ADDRESS as given, starting nothing', async () => {
+    const env = { TEMPORAL_ADDRESS: 'temporal.example:7233', TEMPORAL_API_KEY: 'secret' };
+    expect(await resolveTemporal(env, { cwd: '/nonexistent' })).toEqual({
+      address: 'temporal.example:7233',
+      namespace: 'default',
+      embedded: false,
+      apiKey: 'secret',
+      tls: true,
+    });
+  });
+
+  it('without TEMPORAL_ADDRESS, starts the dev server its config file describes', async () => {
+    const cwd = await freshDir('resolve');
+    const port = await freePort();
+    await writeFile(
+      path.join(cwd, 'dev.yaml'),
+      `port: ${port}\nui_port: false\nnamespace: evals\ndb_filename: state/temporal.db\n`,
+    );
+    const env = { STEWARD_TEMPORAL_CONFIG: 'dev.yaml', STEWARD_HOME: 'home' };
+    try {
+      const target = await resolveTemporal(env, { cwd });
+      expect(target).toEqual({ address: `127.0.0.1:${port}`, namespace: 'evals', embedded: true });
+      expect(existsSync(path.join(cwd, 'state', 'temporal.db'))).toBe(true);
+      expect(existsSync(path.join(cwd, 'home', 'temporal.log'))).toBe(true);
+
+      const client = await connectClient(target);
+      try {
+        const handle = await client.workflow.start('noWorkerServesThis', {
+          workflowId: `resolve-${randomUUID()}`,
+          taskQueue: `test-${randomUUID()}`,
+        });
+        expect((await handle.describe()).status.name).toBe('RUNNING');
+      } finally {
+        await client.connection.close();
+      }
+    } finally {
+      await stopDevServer(path.join(cwd, 'home'));
     }
   });
 });

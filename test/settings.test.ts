@@ -248,15 +248,16 @@ describe('resolveSettings', () => {
   });
 
   test('names flags by their command-line spelling', () => {
-    expect(
-      resolved({
-        flags: { max_samples: 0, samples_ramp: [9, 3] },
-        stewardYamlFile: '/x/_steward.yaml',
-      }).errors,
-    ).toEqual(['--max-samples: must be at least 1 (0)']);
-    expect(resolved({ flags: { samples_ramp: [9, 3] } }).errors).toEqual([
+    expect(resolved({ flags: { max_samples: 0, samples_ramp: [9, 3] } }).errors).toEqual([
+      '--max-samples: must be at least 1 (0)',
       '--samples-ramp: lo must not exceed hi ([9,3])',
     ]);
+  });
+
+  test('names _steward.yaml as the caller read it', () => {
+    expect(
+      resolved({ stewardYaml: { max_tasks: 0 }, stewardYamlFile: '/x/_steward.yaml' }).errors,
+    ).toEqual(['/x/_steward.yaml: max_tasks: must be at least 1 (0)']);
   });
 
   test('an empty _steward.yaml sets nothing', () => {

@@ -2,7 +2,12 @@
 import { rangesExcept } from '../core/ranges';
 import { taskMetrics } from '../eval/metrics';
 import { sampleKey } from '../logs/store';
-import type { IndexRanges, TaskMetrics } from '../workflows/types';
+import {
+  sampleWorkflowId,
+  type IndexRanges,
+  type SampleInput,
+  type TaskMetrics,
+} from '../workflows/types';
 import { findTask, type ActivityDeps } from './deps';
 
 export interface TaskRef {
@@ -12,8 +17,33 @@ export interface TaskRef {
   logDir: string;
 }
 
+/** Starts at a time, so a burst of admissions does not open hundreds of RPCs at once. */
+const START_CONCURRENCY = 50;
+
 export function createTaskActivities(deps: ActivityDeps) {
   return {
+    /**
+     * Starts sample workflows. They are not children of the task: the task continues-as-new
+     * without draining, and each sample reports back by the task's workflow id. A sample already
+     * running (admitted before a crash or a hand-over) is left as it is.
+     */
+    async startSamples(args: { taskQueue: string; samples: SampleInput[] }): Promise<void> {
+      const client = deps.client;
+      if (!client) throw new Error('startSamples needs a Temporal client');
+      for (let i = 0; i < args.samples.length; i += START_CONCURRENCY) {
+        await Promise.all(
+          args.samples.slice(i, i + START_CONCURRENCY).map((sample) =>
+            client.workflow.start('sampleWorkflow', {
+              workflowId: sampleWorkflowId(sample.parentId, sample.index),
+              taskQueue: args.taskQueue,
+              args: [sample],
+              workflowIdConflictPolicy: 'USE_EXISTING',
+            }),
+          ),
+        );
+      }
+    },
+
     /** The samples still to run: everything not already recorded in the log directory. */
     async planTask(ref: TaskRef): Promise<{ total: number; pending: IndexRanges; resumed: number }> {
       const task = findTask(await deps.loadDefinition(ref.definition), ref.task);

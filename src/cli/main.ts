@@ -93,6 +93,14 @@ async function main(argv: string[]): Promise<void> {
   } catch (err) {
     process.exitCode = reportError(err);
   }
+  // Commands close what they open, but an SDK connection or timer must not keep a finished
+  // command alive: exit once stdout and stderr have drained.
+  await Promise.all([flush(process.stdout), flush(process.stderr)]);
+  process.exit();
+}
+
+function flush(stream: NodeJS.WriteStream): Promise<void> {
+  return new Promise((resolve) => stream.write('', () => resolve()));
 }
 
 function reportError(err: unknown): number {

@@ -1,7 +1,8 @@
 /**
- * Validation of an eval set definition, in three pure steps: the zod schema (shape), normalise
- * (shorthands expanded, defaults filled), rules (relations between fields). No I/O: the loader in
- * `definition/load.ts` reads files and datasets.
+ * Validation of an eval set definition, in three pure steps: the zod schema (shape), rules
+ * (relations between fields: unique names, known models, a usable ramp), normalise (shorthands
+ * expanded, defaults filled; it runs last because it relies on the rules having held). No I/O:
+ * the loader in `definition/load.ts` reads files and datasets.
  */
 
 import type { z } from 'zod';
@@ -13,6 +14,7 @@ import type {
   Solver,
   TaskDefinition,
 } from '../definition/types';
+import type { MatchOptions } from '../eval/scorers';
 import { parseModelName } from '../models';
 import {
   datasetFormatOf,
@@ -32,14 +34,7 @@ export type SolverRef =
 
 /** A scorer, before it is built. */
 export type ScorerRef =
-  | {
-      type: 'match';
-      options: {
-        location?: 'begin' | 'end' | 'any' | 'exact';
-        ignore_case?: boolean;
-        numeric?: boolean;
-      };
-    }
+  | { type: 'match'; options: MatchOptions }
   | { type: 'includes'; options: { ignore_case?: boolean } }
   | { type: 'exact' }
   | { type: 'custom'; scorer: Scorer };

@@ -95,3 +95,38 @@ export function fitClimb(
   }
   return { granted: level, free: left };
 }
+
+/**
+ * Start setpoints for sandboxed tasks joining the fleet: each starts at
+ * min(start, floor(budget / sandboxed tasks, newcomers included)), "a share of the budget". Running
+ * tasks above that share are cut to it at once, so the fleet is never over budget waiting for a
+ * tend. When the share is 0 (fewer budget units than tasks), the units left go one each to the
+ * first newcomers, since a setpoint of 0 runs nothing.
+ *
+ * @param running the running sandboxed tasks.
+ * @param starting how many sandboxed tasks start.
+ * @returns each newcomer's setpoint, the cuts of running tasks, and the fleet's sum before them.
+ */
+export function startShares(
+  budget: number,
+  start: number,
+  running: readonly BudgetClaim[],
+  starting: number,
+): { setpoints: number[]; cuts: BudgetCut[]; fleet: number } {
+  const share = Math.min(start, evenShare(budget, running.length + starting));
+  const newcomers = Array.from({ length: starting }, (_, index) => ({
+    name: `#${index}`,
+    setpoint: share,
+  }));
+  const claims = [...running, ...newcomers];
+  const fleet = budgetUsed(claims);
+  // Newcomers hold at most the share, so only running tasks are ever cut.
+  const cuts = overBudgetCuts(claims, budget);
+  if (share > 0) return { setpoints: newcomers.map(() => share), cuts, fleet };
+  const used = fleet - cuts.reduce((sum, cut) => sum + cut.from - cut.to, 0);
+  const fit = fitClimb(
+    newcomers.map((claim) => ({ ...claim, from: 0, to: 1 })),
+    budget - used,
+  );
+  return { setpoints: fit.granted, cuts, fleet };
+}

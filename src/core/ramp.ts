@@ -19,7 +19,7 @@
  * A hold blocks climbs and connection raises, nothing else. Pinned setpoints never move.
  */
 
-import { budgetUsed, evenShare, fitClimb, overBudgetCuts, type BudgetClaim } from './budget';
+import { budgetUsed, fitClimb, overBudgetCuts, startShares, type BudgetClaim } from './budget';
 
 /**
  * How many samples a task runs at once.
@@ -426,52 +426,34 @@ export interface StartPlan {
 }
 
 /**
- * First setpoints of tasks that start. Sandboxed tasks under a budget start at a share of it:
- * min(start, floor(budget / running sandboxed tasks, newcomers included)); if that share is 0, the
- * budget left goes one sample each to the first newcomers, since a setpoint of 0 runs nothing.
- * Running tasks above the share are cut to it at once, so the fleet never waits a tend over
- * budget.
+ * First state of tasks that start. Pinned tasks start at `max_samples`, others at the ramp's
+ * start (or 50 with the ramp off); under a sandbox budget, sandboxed ones start at a share of it,
+ * and running tasks the newcomers push over budget are cut at once (see {@link startShares}).
  */
 export function initialSetpoints(input: StartInput): StartPlan {
   const { settings, now } = input;
   const mode = settings.samples;
   const value = mode.type === 'ramp' ? mode.start : mode.value;
   const budget = mode.type === 'pinned' ? null : settings.maxSandboxes;
-  const sandboxed = [...input.running, ...input.starting].filter((task) => task.sandboxed).length;
-  const share = budget === null ? value : Math.min(value, evenShare(budget, sandboxed));
-  const setpoints = input.starting.map((task) => (task.sandboxed ? share : value));
-
+  const setpoints = input.starting.map(() => value);
   const changes: RampChange[] = [];
   if (budget !== null) {
-    const claims: BudgetClaim[] = [
-      ...input.running.flatMap((task) =>
-        task.sandboxed ? [{ name: task.name, setpoint: task.setpoint }] : [],
-      ),
-      ...input.starting.flatMap((task, index) =>
-        task.sandboxed ? [{ name: task.name, setpoint: setpoints[index] }] : [],
-      ),
-    ];
-    const fleet = budgetUsed(claims);
-    for (const cut of overBudgetCuts(claims, budget)) {
-      const why = `budget: fleet ${fleet} over max_sandboxes ${budget}, cut to even share ${cut.to}`;
+    const running = input.running
+      .filter((task) => task.sandboxed)
+      .map((task) => ({ name: task.name, setpoint: task.setpoint }));
+    const sandboxed = input.starting.flatMap((task, index) => (task.sandboxed ? [index] : []));
+    const shares = startShares(budget, value, running, sandboxed.length);
+    sandboxed.forEach((index, position) => (setpoints[index] = shares.setpoints[position]));
+    for (const cut of shares.cuts) {
+      const reason = `budget: fleet ${shares.fleet} over max_sandboxes ${budget}, cut to even share ${cut.to}`;
       changes.push({
         task: cut.name,
         kind: 'setpoint',
         from: cut.from,
         to: cut.to,
-        reason: why,
+        reason,
         at: now,
       });
-      const claim = claims.find((candidate) => candidate.name === cut.name) as BudgetClaim;
-      claim.setpoint = cut.to;
-    }
-    if (share === 0) {
-      const idle = input.starting.flatMap((task, index) => (task.sandboxed ? [index] : []));
-      const fit = fitClimb(
-        idle.map((index) => ({ name: input.starting[index].name, from: 0, to: 1 })),
-        budget - budgetUsed(claims),
-      );
-      idle.forEach((index, position) => (setpoints[index] = fit.granted[position]));
     }
   }
   const connectionCeiling = connectionCeilingFor(settings);

@@ -69,8 +69,9 @@ export async function readDaemonJson(file: string): Promise<DaemonJson> {
   try {
     text = await fs.readFile(file, 'utf8');
   } catch (error) {
-    if ((error as NodeJS.ErrnoException).code === 'ENOENT')
+    if ((error as NodeJS.ErrnoException).code === 'ENOENT') {
       return { path: file, exists: false, config: {} };
+    }
     throw new StewardError(
       `${file}: cannot read (${(error as Error).message})`,
       ExitCode.environment,

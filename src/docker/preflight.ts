@@ -205,8 +205,9 @@ function describeEndpoint(docker: Docker): string {
     protocol?: string;
   };
   if (typeof modem.socketPath === 'string') return modem.socketPath;
-  if (modem.host)
+  if (modem.host) {
     return `${modem.protocol ?? 'http'}://${modem.host}${modem.port ? `:${modem.port}` : ''}`;
+  }
   // docker-modem resolves the default socket lazily; this is where it looks first.
   return '/var/run/docker.sock';
 }

@@ -178,13 +178,16 @@ function normaliseService(
       input.environment.forEach((entry, index) => {
         const eq = entry.indexOf('=');
         // Compose would copy a bare KEY from the host, which here is a worker holding API keys.
-        if (eq <= 0)
+        if (eq > 0) {
+          environment[entry.slice(0, eq)] = entry.slice(eq + 1);
+        } else {
           report({ path: `environment.${index}`, message: 'must be KEY=value', value: entry });
-        else environment[entry.slice(0, eq)] = entry.slice(eq + 1);
+        }
       });
     } else {
-      for (const [key, value] of Object.entries(input.environment))
+      for (const [key, value] of Object.entries(input.environment)) {
         environment[key] = String(value);
+      }
     }
     service.environment = environment;
   }
@@ -192,20 +195,17 @@ function normaliseService(
   if (input.user !== undefined) service.user = String(input.user);
   if (input.network_mode !== undefined) service.network_mode = input.network_mode;
   if (input.mem_limit !== undefined) {
-    const bytes = parseBytes(input.mem_limit);
-    if (bytes === undefined)
-      report({
-        path: 'mem_limit',
-        message: 'must be bytes or a size such as 512m or 2g',
-        value: input.mem_limit,
-      });
-    else service.mem_limit = bytes;
+    service.mem_limit = parseBytes(input.mem_limit);
+    if (service.mem_limit === undefined) {
+      const message = 'must be bytes or a size such as 512m or 2g';
+      report({ path: 'mem_limit', message, value: input.mem_limit });
+    }
   }
   if (input.cpus !== undefined) {
-    const cpus = Number(input.cpus);
-    if (!(cpus > 0))
+    service.cpus = Number(input.cpus);
+    if (!(service.cpus > 0)) {
       report({ path: 'cpus', message: 'must be a positive number', value: input.cpus });
-    else service.cpus = cpus;
+    }
   }
   if (input.init !== undefined) service.init = input.init;
   return service;
@@ -213,8 +213,9 @@ function normaliseService(
 
 /** `512m`, `2g`, `1.5gb`, `1024` (bytes) as compose reads them, to bytes. */
 export function parseBytes(value: number | string): number | undefined {
-  if (typeof value === 'number')
+  if (typeof value === 'number') {
     return Number.isFinite(value) && value > 0 ? Math.floor(value) : undefined;
+  }
   const match = /^\s*(\d+(?:\.\d+)?)\s*([bkmgt]?)b?\s*$/i.exec(value);
   if (!match) return undefined;
   const power = 'bkmgt'.indexOf(match[2].toLowerCase() || 'b');

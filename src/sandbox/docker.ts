@@ -47,10 +47,15 @@ const POOL_EXHAUSTED =
  */
 export async function createSandbox(args: CreateSandboxArgs): Promise<Sandbox> {
   const { docker, spec } = args;
+  const main = spec.services.findIndex((service) => service.name === spec.defaultService);
+  if (main < 0) {
+    throw new Error(`sandbox spec names default service ${spec.defaultService}, which it lacks`);
+  }
   try {
     // Pull before taking a network: a slow pull should not hold one of the host's few pools.
-    for (const image of new Set(spec.services.map((service) => service.image)))
+    for (const image of new Set(spec.services.map((service) => service.image))) {
       await ensureImage(docker, image);
+    }
   } catch (error) {
     throw dockerUnreachable(docker, error) ?? error;
   }
@@ -71,11 +76,6 @@ export async function createSandbox(args: CreateSandboxArgs): Promise<Sandbox> {
     const handles = await Promise.all(
       spec.services.map((service, index) => openService(created.containers[index], service)),
     );
-    const main = spec.services.findIndex((service) => service.name === spec.defaultService);
-    if (main < 0)
-      throw new Error(
-        `sandbox spec names default service ${spec.defaultService}, which it does not define`,
-      );
     await assertRunning(created.containers[main], spec.defaultService, project);
     const byName = new Map(handles.map((handle) => [handle.name, handle]));
     return new DockerSandbox(args, project, spec, byName, teardown);
@@ -137,10 +137,10 @@ class DockerSandbox implements Sandbox {
 
   service(name: string): SandboxService {
     const handle = this.byName.get(name);
-    if (!handle)
-      throw new Error(
-        `sandbox ${this.project} has no service ${name} (it has ${this.services.join(', ')})`,
-      );
+    if (!handle) {
+      const known = this.services.join(', ');
+      throw new Error(`sandbox ${this.project} has no service ${name} (it has ${known})`);
+    }
     return handle;
   }
 

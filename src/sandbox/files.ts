@@ -43,8 +43,9 @@ export async function readContainerFile(
     const entry = await readEntry(container, target);
     if (entry.type === 'file') return entry.content.toString('utf8');
     if (entry.type === 'directory') throw new Error(`sandbox: ${file} is a directory, not a file`);
-    if (entry.type !== 'symlink' || !entry.linkname)
+    if (entry.type !== 'symlink' || !entry.linkname) {
       throw new Error(`sandbox: ${file} is not a regular file`);
+    }
     target = posix.resolve(posix.dirname(target), entry.linkname);
   }
   throw new Error(`sandbox: ${file}: too many levels of symbolic links`);
@@ -58,8 +59,9 @@ async function readEntry(
   try {
     archive = await container.getArchive({ path: file });
   } catch (error) {
-    if ((error as { statusCode?: number }).statusCode === 404)
+    if ((error as { statusCode?: number }).statusCode === 404) {
       throw new Error(`sandbox: no such file: ${file}`, { cause: error });
+    }
     throw error;
   }
   return new Promise((resolve, reject) => {

@@ -122,7 +122,8 @@ export async function ensureBusyboxImage(
 /** `registry:5000/name:tag` into its repository and tag (`latest` when none). */
 function splitTag(image: string): { repo: string; tag: string } {
   const colon = image.lastIndexOf(':');
-  if (colon > image.lastIndexOf('/'))
+  if (colon > image.lastIndexOf('/')) {
     return { repo: image.slice(0, colon), tag: image.slice(colon + 1) };
+  }
   return { repo: image, tag: 'latest' };
 }

@@ -6,16 +6,26 @@
  * `temporal.lock`, held while one process starts it so that racing `steward`s start one server.
  */
 import { spawn, type ChildProcess } from 'node:child_process';
-import { closeSync, openSync, readFileSync } from 'node:fs';
-import { mkdir, open, readFile, rm, stat, writeFile } from 'node:fs/promises';
+import { closeSync, openSync } from 'node:fs';
+import { mkdir, rm, writeFile } from 'node:fs/promises';
 import net from 'node:net';
-import os from 'node:os';
 import path from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { Connection, isGrpcServiceError } from '@temporalio/client';
 import { ExitCode, StewardError } from '../errors';
 import { findTemporalBinary } from './binary';
 import type { SearchAttributeKind, TemporalDevConfig } from './config';
+import {
+  isAlive,
+  isDevServerProcess,
+  logTail,
+  readPid,
+  removePidFile,
+  sizeOf,
+  waitForExit,
+  watchExit,
+} from './processes';
+import { withStartLock } from './start-lock';
 
 export interface DevServerOptions {
   /** Holds the server's log, pid file and start lock; created if missing. */
@@ -109,6 +119,7 @@ export async function ensureDevServer(
     started = await withStartLock(files.lock, deadline, isUp, async () => {
       // The previous holder may have just started it.
       if (await isUp()) return false;
+      await refuseSecondServer(files.pid, options.stewardDir, address);
       options.onProgress?.(`Starting the Temporal dev server at ${address} (log: ${files.log})...`);
       return startDetached(binary, config, files, timeoutMs);
     });
@@ -142,6 +153,7 @@ export async function runDevServerForeground(
   try {
     const startedHere = await withStartLock(files.lock, deadline, isUp, async () => {
       if (await isUp()) return false;
+      await refuseSecondServer(files.pid, options.stewardDir, devServerAddress(config));
       // Its own process group: a terminal's Ctrl-C reaches us alone, and we pass it on once (a
       // second interrupt would cut the server's graceful shutdown short).
       const child = spawn(binary, devServerArgs(config), {
@@ -268,61 +280,6 @@ async function registerSearchAttributes(config: TemporalDevConfig): Promise<void
 }
 
 /**
- * Runs `start` holding the lock file, so that of several processes starting a server at once
- * only one spawns it (two would both open the SQLite file). The others wait, and return `false`
- * as soon as the winner's server answers.
- */
-async function withStartLock(
-  lockFile: string,
-  deadline: number,
-  isUp: () => Promise<boolean>,
-  start: () => Promise<boolean>,
-): Promise<boolean> {
-  for (;;) {
-    if (await tryLock(lockFile)) {
-      try {
-        return await start();
-      } finally {
-        await rm(lockFile, { force: true });
-      }
-    }
-    if (await isUp()) return false;
-    if (Date.now() > deadline) {
-      throw new StewardError(
-        'Another steward process has been starting the Temporal dev server for too long. ' +
-          `If none is running, delete ${lockFile}.`,
-        ExitCode.environment,
-      );
-    }
-    await sleep(pollIntervalMs);
-  }
-}
-
-async function tryLock(lockFile: string): Promise<boolean> {
-  try {
-    await writeFile(lockFile, `${process.pid}\n`, { flag: 'wx' });
-    return true;
-  } catch (error) {
-    if ((error as NodeJS.ErrnoException).code !== 'EEXIST') throw error;
-    // Its holder died mid-start: clear it, and take it on the next attempt.
-    if (await isStaleLock(lockFile)) await rm(lockFile, { force: true });
-    return false;
-  }
-}
-
-async function isStaleLock(lockFile: string): Promise<boolean> {
-  try {
-    const [text, info] = await Promise.all([readFile(lockFile, 'utf8'), stat(lockFile)]);
-    const pid = Number.parseInt(text, 10);
-    if (pid > 0) return !isAlive(pid);
-    // No pid yet: its holder is between creating the file and writing it, unless long dead.
-    return Date.now() - info.mtimeMs > 10_000;
-  } catch {
-    return false; // released meanwhile
-  }
-}
-
-/**
  * Spawns the server in its own session with output to the log, and waits until it answers.
  *
  * @returns `true` once it answers; `false` if it died because another process's server holds
@@ -380,27 +337,20 @@ async function waitUntilReady(
   }
 }
 
-/** Follows a child's end: why it ended (for messages) and its exit code (for `steward server`). */
-function watchExit(child: ChildProcess): {
-  reason: () => string | undefined;
-  code: Promise<number>;
-} {
-  let reason: string | undefined;
-  const code = new Promise<number>((resolve, reject) => {
-    child.once('error', (error) => {
-      reason = error.message;
-      reject(
-        new StewardError(`Cannot run ${child.spawnfile}: ${error.message}`, ExitCode.environment),
-      );
-    });
-    child.once('exit', (exitCode, signal) => {
-      reason = exitCode === null ? `killed by ${signal}` : `exit code ${exitCode}`;
-      resolve(exitCode ?? 128 + (signal === null ? 0 : os.constants.signals[signal]));
-    });
-  });
-  // Callers that only poll `reason` must not see an unhandled rejection.
-  code.catch(() => undefined);
-  return { reason: () => reason, code };
+/**
+ * A server from this steward dir that lives but does not answer at our address (its port was
+ * changed in the config since, or it hangs) holds the same SQLite file: a second must not open it.
+ */
+async function refuseSecondServer(pidFile: string, stewardDir: string, address: string) {
+  const pid = await readPid(pidFile);
+  if (pid !== undefined && isAlive(pid) && (await isDevServerProcess(pid))) {
+    throw new StewardError(
+      `The Temporal dev server started from ${stewardDir} (pid ${pid}) is running but does not ` +
+        `answer at ${address}; was temporal-dev.yaml changed since? Stop it (kill ${pid}) and ` +
+        'try again.',
+      ExitCode.environment,
+    );
+  }
 }
 
 async function prepareDirs(config: TemporalDevConfig, stewardDir: string): Promise<void> {
@@ -431,74 +381,4 @@ function dialHost(config: TemporalDevConfig): string {
   if (config.ip === '0.0.0.0') return '127.0.0.1';
   if (config.ip === '::') return '::1';
   return config.ip;
-}
-
-function isAlive(pid: number): boolean {
-  try {
-    process.kill(pid, 0);
-  } catch (error) {
-    return (error as NodeJS.ErrnoException).code === 'EPERM';
-  }
-  // A zombie still takes signals but is dead to us; one lingers where init does not reap
-  // orphans (a container without an init), as our detached servers become once we exit.
-  try {
-    return !/^\d+ \(.*\) Z/s.test(readFileSync(`/proc/${pid}/stat`, 'utf8'));
-  } catch {
-    return true; // no /proc (macOS), where init reaps anyway
-  }
-}
-
-async function isDevServerProcess(pid: number): Promise<boolean> {
-  try {
-    const commandLine = await readFile(`/proc/${pid}/cmdline`, 'utf8');
-    return commandLine.includes('start-dev');
-  } catch {
-    return true; // no /proc (macOS): trust the pid file
-  }
-}
-
-async function waitForExit(pid: number, timeoutMs: number): Promise<boolean> {
-  const deadline = Date.now() + timeoutMs;
-  while (isAlive(pid)) {
-    if (Date.now() > deadline) return false;
-    await sleep(50);
-  }
-  return true;
-}
-
-async function readPid(pidFile: string): Promise<number | undefined> {
-  try {
-    const pid = Number.parseInt(await readFile(pidFile, 'utf8'), 10);
-    return pid > 0 ? pid : undefined;
-  } catch {
-    return undefined;
-  }
-}
-
-/** Removes the pid file if it still names `pid` (a newer server may have replaced it). */
-async function removePidFile(pidFile: string, pid: number | undefined): Promise<void> {
-  if (pid !== undefined && (await readPid(pidFile)) === pid) await rm(pidFile, { force: true });
-}
-
-async function sizeOf(file: string): Promise<number> {
-  try {
-    return (await stat(file)).size;
-  } catch {
-    return 0;
-  }
-}
-
-/** The last lines the server wrote since `from`, so an old run's output does not mislead. */
-async function logTail(file: string, from: number, lines: number): Promise<string> {
-  const handle = await open(file, 'r');
-  try {
-    const { size } = await handle.stat();
-    const length = Math.min(size - from, 64 * 1024);
-    const buffer = Buffer.alloc(Math.max(length, 0));
-    await handle.read(buffer, 0, buffer.length, size - buffer.length);
-    const text = buffer.toString('utf8').trimEnd();
-    return text === '' ? '(empty)' : text.split('\n').slice(-lines).join('\n');
-  } finally {
-    await handle.close();
-  }
 }

@@ -1,5 +1,6 @@
 /** The real dependencies of a worker process's activities. */
 import type { Client } from '@temporalio/client';
+import { DefaultLogger, Runtime } from '@temporalio/worker';
 import { loadDefinition } from '../definition/load';
 import type { Model } from '../definition/types';
 import { openLogStore, type LogStore } from '../logs/store';
@@ -35,4 +36,16 @@ export function processDeps(options: { client?: Client; env?: NodeJS.ProcessEnv 
     now: Date.now,
     worker: thisWorker(),
   };
+}
+
+let runtimeInstalled = false;
+
+/**
+ * Installs the SDK runtime once per process with warnings and errors only: a worker's INFO lines
+ * would drown the progress display, and its logs go to files anyway.
+ */
+export function installRuntime(options: { shutdownSignals?: NodeJS.Signals[] } = {}): void {
+  if (runtimeInstalled) return;
+  runtimeInstalled = true;
+  Runtime.install({ logger: new DefaultLogger('WARN'), shutdownSignals: options.shutdownSignals ?? [] });
 }

@@ -9,7 +9,7 @@ import { createActivities } from '../activities';
 import { STEWARD_TASK_QUEUE, statusQuery, type EvalSetStatus } from '../workflows/types';
 import { workflowBundlePath, PACKAGE_ROOT } from './bundle';
 import { Fleet, assignSlots, type FleetEvent, type WorkerSlot } from './fleet';
-import { processDeps } from './runtime';
+import { installRuntime, processDeps } from './runtime';
 
 export interface SupervisorOptions {
   client: Client;
@@ -27,6 +27,7 @@ const WORKER_SCRIPT = path.join(PACKAGE_ROOT, 'dist', 'workers', 'task-worker.js
 
 /** Runs until `signal` aborts; then stops every worker process it started. */
 export async function runSupervisor(options: SupervisorOptions): Promise<void> {
+  installRuntime();
   const bundlePath = await workflowBundlePath();
   const connection = await NativeConnection.connect({ address: options.temporal.address });
   const control = await Worker.create({
@@ -100,10 +101,12 @@ async function runningEvalSets(client: Client): Promise<string[]> {
 
 function delay(ms: number, signal: AbortSignal): Promise<void> {
   return new Promise((resolve) => {
-    const timer = setTimeout(resolve, ms);
-    signal.addEventListener('abort', () => {
+    const done = (): void => {
       clearTimeout(timer);
+      signal.removeEventListener('abort', done);
       resolve();
-    }, { once: true });
+    };
+    const timer = setTimeout(done, ms);
+    signal.addEventListener('abort', done, { once: true });
   });
 }

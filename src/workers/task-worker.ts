@@ -2,9 +2,10 @@
  * A worker process: serves one or more task queues (its tasks' `evalTask` workflows, their sample
  * workflows and sample activities). Started and restarted by the supervisor's fleet.
  */
-import { NativeConnection, Runtime, Worker } from '@temporalio/worker';
+import { Client, Connection } from '@temporalio/client';
+import { NativeConnection, Worker } from '@temporalio/worker';
 import { createActivities } from '../activities';
-import { processDeps } from './runtime';
+import { installRuntime, processDeps } from './runtime';
 
 /** What the supervisor hands a worker process (in `STEWARD_WORKER_CONFIG`); never a secret. */
 export interface WorkerProcessConfig {
@@ -20,9 +21,11 @@ export const WORKER_CONFIG_ENV = 'STEWARD_WORKER_CONFIG';
 const MAX_CONCURRENT_ACTIVITIES = 4_000;
 
 export async function runTaskWorker(config: WorkerProcessConfig): Promise<void> {
-  Runtime.install({ shutdownSignals: ['SIGINT', 'SIGTERM'] });
+  installRuntime({ shutdownSignals: ['SIGINT', 'SIGTERM'] });
   const connection = await NativeConnection.connect({ address: config.address });
-  const activities = createActivities(processDeps());
+  // Admission starts sample workflows through a client of its own.
+  const client = new Client({ connection: await Connection.connect({ address: config.address }), namespace: config.namespace });
+  const activities = createActivities(processDeps({ client }));
   const workers = await Promise.all(
     config.taskQueues.map((taskQueue) =>
       Worker.create({
@@ -42,6 +45,7 @@ export async function runTaskWorker(config: WorkerProcessConfig): Promise<void> 
   try {
     await Promise.all(workers.map((w) => w.run()));
   } finally {
+    await client.connection.close();
     await connection.close();
   }
 }

@@ -118,7 +118,8 @@ export async function evalSet(input: EvalSetInput): Promise<EvalSetResult> {
     const next = async (): Promise<void> => {
       for (let task = queue.shift(); task; task = queue.shift()) await runTask(task);
     };
-    for (let i = 0; i < Math.min(maxTasks, queue.length); i++) slots.push(next());
+    const width = Math.min(maxTasks, queue.length);
+    for (let i = 0; i < width; i++) slots.push(next());
     await Promise.all(slots);
   })();
 

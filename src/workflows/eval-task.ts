@@ -4,22 +4,18 @@
  * running and report to the next run by workflow id.
  */
 import {
-  ParentClosePolicy,
   allHandlersFinished,
   condition,
   continueAsNew,
   proxyActivities,
+  proxyLocalActivities,
   setHandler,
-  startChild,
   workflowInfo,
 } from '@temporalio/workflow';
-import { WorkflowExecutionAlreadyStartedError } from '@temporalio/common';
 import type { TaskActivities } from '../activities/task';
 import { countRanges, takeFromRanges } from '../core/ranges';
-import { sampleWorkflow } from './sample';
 import {
   sampleDoneSignal,
-  sampleWorkflowId,
   setLimitsSignal,
   taskStatusQuery,
   type EvalTaskCarry,
@@ -30,6 +26,12 @@ import {
 const { planTask, finishTask } = proxyActivities<TaskActivities>({
   startToCloseTimeout: '10 minutes',
   retry: { maximumInterval: '30 seconds' },
+});
+
+// Admission is a local activity: one marker in this history per batch, no extra server round trip.
+const { startSamples } = proxyLocalActivities<TaskActivities>({
+  startToCloseTimeout: '1 minute',
+  retry: { maximumInterval: '10 seconds' },
 });
 
 /** Past this many events we continue-as-new even if the server has not suggested it yet. */
@@ -68,28 +70,19 @@ export async function evalTask(input: EvalTaskInput): Promise<TaskResult> {
     runs: carry.runs,
   }));
 
-  const admit = async (index: number): Promise<void> => {
-    inFlight.add(index);
-    try {
-      await startChild(sampleWorkflow, {
-        workflowId: sampleWorkflowId(workflowId, index),
-        taskQueue,
-        parentClosePolicy: ParentClosePolicy.ABANDON,
-        args: [
-          {
-            evalSet: input.evalSet,
-            task: input.task,
-            definition: input.definition,
-            logDir: input.logDir,
-            index,
-            parentId: workflowId,
-          },
-        ],
-      });
-    } catch (err) {
-      // Started by an earlier run (relaunch) and still running: it will report here.
-      if (!(err instanceof WorkflowExecutionAlreadyStartedError)) throw err;
-    }
+  const admit = async (indices: number[]): Promise<void> => {
+    for (const index of indices) inFlight.add(index);
+    await startSamples({
+      taskQueue,
+      samples: indices.map((index) => ({
+        evalSet: input.evalSet,
+        task: input.task,
+        definition: input.definition,
+        logDir: input.logDir,
+        index,
+        parentId: workflowId,
+      })),
+    });
   };
 
   for (;;) {
@@ -97,7 +90,7 @@ export async function evalTask(input: EvalTaskInput): Promise<TaskResult> {
     const waiting = countRanges(carry.pending);
     if (waiting > 0 && room <= 0) carry.saturations++;
     if (room > 0 && waiting > 0) {
-      await Promise.all(takeFromRanges(carry.pending, room).map(admit));
+      await admit(takeFromRanges(carry.pending, room));
     }
     if (countRanges(carry.pending) === 0 && inFlight.size === 0) break;
     if (shouldContinueAsNew()) {

@@ -1,7 +1,8 @@
 /**
- * One sample as a child workflow. It exists so that a sample outlives the run of the `evalTask`
- * that admitted it: the task continues-as-new without draining, and the sample reports back by
- * the task's workflow id, which the next run answers to.
+ * One sample as a workflow of its own (not a child). It exists so that a sample outlives the run
+ * of the `evalTask` that admitted it: the task continues-as-new without draining, and the sample
+ * reports back by the task's workflow id, which the next run answers to. Not being a child also
+ * keeps the task's history to about one event per sample (the report), where a child costs four.
  */
 import { ApplicationFailure, getExternalWorkflowHandle, proxyActivities } from '@temporalio/workflow';
 import type { SampleActivities } from '../activities/sample';

@@ -172,6 +172,18 @@ describe('AdaptiveConnections rate limits', () => {
     expect(limit(controller)).toBe(85);
   });
 
+  test('successes during the cooldown do not count toward the next round', async () => {
+    const { controller, time } = adaptive({ start: 100 });
+    await report(controller, { kind: 'rateLimit' });
+    await succeed(controller, 60, 60);
+    time.advance(15_000);
+    const releases = await take(controller, 80);
+    releases.slice(0, 20).forEach((release) => release({ kind: 'success' }));
+    expect(limit(controller)).toBe(80);
+    releases.slice(20).forEach((release) => release({ kind: 'success' }));
+    expect(limit(controller)).toBe(85);
+  });
+
   test('transient errors never cut', async () => {
     const { controller } = adaptive({ start: 100 });
     const releases = await take(controller, 100);

@@ -211,7 +211,7 @@ describe('backoff', () => {
     let previous: number | undefined;
     const waits: number[] = [];
     for (let retry = 0; retry < 12; retry += 1) {
-      previous = backoffDelay(defaultBackoff, retry, previous, () => 0.999_999);
+      previous = backoffDelay(defaultBackoff, retry, previous, () => 1 - 1e-12);
       waits.push(Math.round(previous));
     }
     expect(waits.slice(0, 3)).toEqual([4_500, 13_500, 40_500]);
