@@ -316,7 +316,7 @@ export class AdaptiveConnections extends SlotLimiter {
   private onCleanSuccess(): void {
     // Successes during a cooldown were mostly in flight before the cut; they say nothing about
     // whether the lower limit holds.
-    
+    if (this.coolingDown()) return;
     this.roundSuccesses += 1;
     if (this.roundSuccesses < Math.max(this.limit, ROUND_FLOOR)) return;
     const saturated = this.roundPeak >= SATURATION * this.limit;

@@ -175,11 +175,12 @@ export function decideTend(input: TendInput): TendPlan {
   const record: Recorder = (task, kind, from, to, reason) => {
     if (from !== to) changes.push({ task, kind, from, to, reason, at: now });
   };
-  const range = rangeOf(settings.samples);
+  const mode = settings.samples;
+  const range = mode.type === 'pinned' ? null : rangeOf(mode);
   const running = input.tasks.filter((task) => task.status === 'running');
-  const drafts = running.map((task) => draftSetpoint(task, input, range, record));
+  const drafts = running.map((task) => draftSetpoint(task, input, record));
 
-  const budget = range === null ? null : settings.maxSandboxes;
+  const budget = mode.type === 'pinned' ? null : settings.maxSandboxes;
   const claimants = budget === null ? [] : drafts.filter((draft) => draft.task.sandboxed);
   if (budget !== null) {
     const fleet = budgetUsed(claimants.map(claimOf));
@@ -193,7 +194,8 @@ export function decideTend(input: TendInput): TendPlan {
     }
   }
 
-  // Floors before climbs: lo is the least the user asked for; growth comes after.
+  // Floors before climbs: lo is the least the user asked for; growth comes after. (Only unpinned
+  // tasks ask for raises, so `range` is set whenever there is one.)
   let free = budget === null ? 0 : budget - budgetUsed(claimants.map(claimOf));
   for (const kind of ['floor', 'climb'] as const) {
     const wanting = drafts.filter((draft) => draft.raise?.kind === kind);
@@ -209,7 +211,13 @@ export function decideTend(input: TendInput): TendPlan {
       const to = index >= 0 ? fit.granted[index] : raise.to;
       const short = to < raise.to ? `capped by max_sandboxes ${budget}` : undefined;
       if (short) draft.blocked.push(`budget: max_sandboxes ${budget} in use`);
-      record(draft.task.name, 'setpoint', draft.setpoint, to, raiseReason(raise, short, range));
+      record(
+        draft.task.name,
+        'setpoint',
+        draft.setpoint,
+        to,
+        raiseReason(raise, short, range as Range),
+      );
       draft.setpoint = to;
     }
   }
@@ -224,7 +232,7 @@ export function decideTend(input: TendInput): TendPlan {
       connectionCeiling: ceiling.ceiling,
       connectionClamp: ceiling.clamp,
       pushbackWindows: draft.pushbackWindows,
-      ramp: rampStatus(draft, settings.samples, range, ceiling.raised),
+      ramp: rampStatus(draft, mode, ceiling.raised),
     };
   });
   const used = budgetUsed(claimants.map(claimOf));
@@ -252,16 +260,13 @@ export function failedGates(task: TaskTendInput, hold: Hold | null): string[] {
 }
 
 /** Setpoint moves that need no budget (pin, clamp down, reversal) and the raise wanted. */
-function draftSetpoint(
-  task: TaskTendInput,
-  input: TendInput,
-  range: Range | null,
-  record: Recorder,
-): Draft {
+function draftSetpoint(task: TaskTendInput, input: TendInput, record: Recorder): Draft {
   const mode = input.settings.samples;
   const { window } = task;
   const pushback = window.rateLimitEpisodes > 0 || window.controllerCuts > 0;
-  const hold = input.holds.tasks[task.name] ?? input.holds.global;
+  // Own keys only: a task named `constructor` must not find Object.prototype's.
+  const { tasks: holds, global } = input.holds;
+  const hold = Object.hasOwn(holds, task.name) ? holds[task.name] : global;
   const draft: Draft = {
     task,
     setpoint: task.setpoint,
@@ -271,12 +276,12 @@ function draftSetpoint(
     blocked: [],
     hold,
   };
-  if (mode.type === 'pinned' || range === null) {
-    const value = mode.type === 'pinned' ? mode.value : task.setpoint;
-    record(task.name, 'setpoint', task.setpoint, value, `max_samples pinned at ${value}`);
-    draft.setpoint = value;
+  if (mode.type === 'pinned') {
+    record(task.name, 'setpoint', task.setpoint, mode.value, `max_samples pinned at ${mode.value}`);
+    draft.setpoint = mode.value;
     return draft;
   }
+  const range = rangeOf(mode);
 
   if (draft.setpoint > range.hi) {
     const why =
@@ -368,15 +373,9 @@ function decideCeiling(
   return { ceiling, clamp, raised: false };
 }
 
-function rampStatus(
-  draft: Draft,
-  mode: SamplesMode,
-  range: Range | null,
-  raised: boolean,
-): RampStatus {
-  if (mode.type === 'pinned' || range === null) {
-    return { state: 'pinned', reason: `max_samples ${draft.setpoint}` };
-  }
+function rampStatus(draft: Draft, mode: SamplesMode, raised: boolean): RampStatus {
+  if (mode.type === 'pinned') return { state: 'pinned', reason: `max_samples ${mode.value}` };
+  const range = rangeOf(mode);
   if (draft.reversed) {
     const why = `rate-limit pushback in ${draft.pushbackWindows} consecutive windows`;
     return { state: 'backing_off', reason: why };
@@ -389,13 +388,9 @@ function rampStatus(
   return why === undefined ? { state: 'steady' } : { state: 'steady', reason: why };
 }
 
-function raiseReason(
-  raise: NonNullable<Draft['raise']>,
-  short: string | undefined,
-  range: Range | null,
-): string {
+function raiseReason(raise: NonNullable<Draft['raise']>, short: string | undefined, range: Range) {
   if (raise.kind === 'floor') {
-    return `up to lo ${raise.to}${range ? ` (range ${show(range)})` : ''}${short ? `, ${short}` : ''}`;
+    return `up to lo ${raise.to} (range ${show(range)})${short ? `, ${short}` : ''}`;
   }
   const caps = [raise.cap, short].filter((cap) => cap !== undefined);
   return `climb: saturated, no pushback${caps.length > 0 ? ` (${caps.join(', ')})` : ''}`;
@@ -475,8 +470,7 @@ export function connectionCeilingFor(settings: RampSettings): number {
   return settings.samples.type === 'ramp' ? settings.samples.hi : settings.connections.max;
 }
 
-function rangeOf(mode: SamplesMode): Range | null {
-  if (mode.type === 'pinned') return null;
+function rangeOf(mode: Exclude<SamplesMode, { type: 'pinned' }>): Range {
   return mode.type === 'ramp' ? { lo: mode.lo, hi: mode.hi } : { lo: mode.value, hi: mode.value };
 }
 

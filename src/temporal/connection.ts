@@ -2,8 +2,8 @@
  * Which Temporal Steward talks to: the cluster `TEMPORAL_ADDRESS` names (self-hosted or cloud;
  * how a fleet spans machines), else the embedded dev server, started on demand and reused.
  */
-import path from 'node:path';
 import { Client, Connection } from '@temporalio/client';
+import { stewardHome } from '../util/home';
 import { loadTemporalDevConfig } from './config';
 import { ensureDevServer } from './devserver';
 
@@ -51,9 +51,8 @@ export async function resolveTemporal(
     };
   }
   const config = loadTemporalDevConfig(undefined, { cwd, env });
-  const stewardDir = path.resolve(cwd, env.STEWARD_HOME || '.steward');
   const { address, namespace } = await ensureDevServer(config, {
-    stewardDir,
+    stewardDir: stewardHome(env, cwd),
     onProgress: options.onProgress,
   });
   return { address, namespace, embedded: true };

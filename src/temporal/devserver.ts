@@ -119,7 +119,7 @@ export async function ensureDevServer(
     started = await withStartLock(files.lock, deadline, isUp, async () => {
       // The previous holder may have just started it.
       if (await isUp()) return false;
-      await refuseSecondServer(files.pid, options.stewardDir, address);
+      if (await earlierServerAnswers(config, options.stewardDir, deadline)) return false;
       options.onProgress?.(`Starting the Temporal dev server at ${address} (log: ${files.log})...`);
       return startDetached(binary, config, files, timeoutMs);
     });
@@ -153,7 +153,7 @@ export async function runDevServerForeground(
   try {
     const startedHere = await withStartLock(files.lock, deadline, isUp, async () => {
       if (await isUp()) return false;
-      await refuseSecondServer(files.pid, options.stewardDir, devServerAddress(config));
+      if (await earlierServerAnswers(config, options.stewardDir, deadline)) return false;
       // Its own process group: a terminal's Ctrl-C reaches us alone, and we pass it on once (a
       // second interrupt would cut the server's graceful shutdown short).
       const child = spawn(binary, devServerArgs(config), {
@@ -250,7 +250,8 @@ function portOpen(host: string, port: number): Promise<boolean> {
  */
 async function registerSearchAttributes(config: TemporalDevConfig): Promise<void> {
   const address = devServerAddress(config);
-  const connection = await Connection.connect({ address, connectTimeout: probeTimeoutMs });
+  // Not a probe: the server answered a moment ago, and a busy one may take a while.
+  const connection = await Connection.connect({ address, connectTimeout: 10_000 });
   try {
     const { namespace } = config;
     const { customAttributes } = await connection.operatorService.listSearchAttributes({
@@ -338,19 +339,30 @@ async function waitUntilReady(
 }
 
 /**
- * A server from this steward dir that lives but does not answer at our address (its port was
- * changed in the config since, or it hangs) holds the same SQLite file: a second must not open it.
+ * Whether a server this steward dir started earlier answers after all: one that is alive and
+ * listens at our address is only slow (a busy machine), so it gets until the deadline. One alive
+ * elsewhere (its port changed in the config since) or hung holds the same SQLite file, which a
+ * second server must not open.
+ *
+ * @returns `false` when no server from this steward dir is alive
  */
-async function refuseSecondServer(pidFile: string, stewardDir: string, address: string) {
-  const pid = await readPid(pidFile);
-  if (pid !== undefined && isAlive(pid) && (await isDevServerProcess(pid))) {
-    throw new StewardError(
-      `The Temporal dev server started from ${stewardDir} (pid ${pid}) is running but does not ` +
-        `answer at ${address}; was temporal-dev.yaml changed since? Stop it (kill ${pid}) and ` +
-        'try again.',
-      ExitCode.environment,
-    );
+async function earlierServerAnswers(
+  config: TemporalDevConfig,
+  stewardDir: string,
+  deadline: number,
+): Promise<boolean> {
+  const pid = await readPid(devServerFiles(stewardDir).pid);
+  if (pid === undefined || !isAlive(pid) || !(await isDevServerProcess(pid))) return false;
+  const exited = () => (isAlive(pid) ? undefined : 'exited');
+  if (await portOpen(dialHost(config), config.port)) {
+    if (await waitUntilReady(config, deadline, exited)) return true;
   }
+  throw new StewardError(
+    `The Temporal dev server started from ${stewardDir} (pid ${pid}) is running but does not ` +
+      `answer at ${devServerAddress(config)}; was temporal-dev.yaml changed since? Stop it ` +
+      `(kill ${pid}) and try again.`,
+    ExitCode.environment,
+  );
 }
 
 async function prepareDirs(config: TemporalDevConfig, stewardDir: string): Promise<void> {

@@ -401,6 +401,7 @@ describe('hold', () => {
   test('shown with its reason; a hold on another task does not apply', () => {
     expect(one({}, held).ramp).toEqual({ state: 'held', reason: 'provider looks unhappy' });
     expect(one({ name: 'other' }, held).setpoint).toBe(120);
+    expect(one({ name: 'constructor' }, held).setpoint).toBe(120);
   });
 
   test('does not stop a budget cut', () => {
