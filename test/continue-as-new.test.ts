@@ -5,7 +5,7 @@
  */
 import * as path from 'node:path';
 import { Client, Connection } from '@temporalio/client';
-import { stewardSearchAttributes } from '../src/temporal/config';
+import { DEFAULT_SQLITE_PRAGMAS, stewardSearchAttributes } from '../src/temporal/config';
 import { ensureDevServer, stopDevServer } from '../src/temporal/devserver';
 import { taskQueueFor, taskWorkflowId, evalSetWorkflowId } from '../src/workflows/types';
 import { freePort } from './setup/global-setup';
@@ -32,6 +32,7 @@ describe('continue-as-new without draining', () => {
         logFormat: 'text',
         searchAttributes: { ...stewardSearchAttributes },
         dynamicConfig: { 'limit.historyCount.suggestContinueAsNew': 1_000 },
+        sqlitePragmas: { ...DEFAULT_SQLITE_PRAGMAS },
       },
       { stewardDir },
     );

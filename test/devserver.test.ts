@@ -50,6 +50,7 @@ describe('temporal-dev.yaml', () => {
       logFormat: 'text',
       searchAttributes: { StewardEvalSet: 'Keyword' },
       dynamicConfig: {},
+      sqlitePragmas: { journal_mode: 'wal', synchronous: 'normal' },
     });
   });
 
@@ -125,6 +126,7 @@ const baseConfig: TemporalDevConfig = {
   logFormat: 'text',
   searchAttributes: { StewardEvalSet: 'Keyword' },
   dynamicConfig: {},
+  sqlitePragmas: {},
 };
 
 describe('devServerArgs', () => {
@@ -132,6 +134,7 @@ describe('devServerArgs', () => {
     [{}, ['--ui-port', '8233', '--search-attribute', 'StewardEvalSet=Keyword']],
     [{ uiPort: false }, ['--headless']],
     [{ namespace: 'evals' }, ['--namespace', 'evals']],
+    [{ sqlitePragmas: { journal_mode: 'wal' } }, ['--sqlite-pragma', 'journal_mode=wal']],
     [
       { dynamicConfig: { 'limit.historyCount.suggestContinueAsNew': 200, 'a.b': 'x' } },
       [

@@ -91,6 +91,9 @@ export function devServerArgs(config: TemporalDevConfig): string[] {
   for (const [key, value] of Object.entries(config.dynamicConfig)) {
     args.push('--dynamic-config-value', `${key}=${JSON.stringify(value)}`);
   }
+  for (const [pragma, value] of Object.entries(config.sqlitePragmas)) {
+    args.push('--sqlite-pragma', `${pragma}=${value}`);
+  }
   return args;
 }
 

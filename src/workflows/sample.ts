@@ -22,17 +22,17 @@ const { runSample } = proxyActivities<SampleActivities>({
   },
 });
 
+/** Runs the sample; its activity reports success to the task, this reports a failure. */
 export async function sampleWorkflow(input: SampleInput): Promise<SampleDone> {
-  let done: SampleDone;
   try {
     await runSample(input);
-    done = { index: input.index, ok: true };
+    return { index: input.index, ok: true };
   } catch (err) {
     const cause = failureCause(err);
-    done = { index: input.index, ok: false, error: cause.message.slice(0, 500), errorType: cause.type };
+    const done = { index: input.index, ok: false, error: cause.message.slice(0, 500), errorType: cause.type };
+    await getExternalWorkflowHandle(input.parentId).signal(sampleDoneSignal, done);
+    return done;
   }
-  await getExternalWorkflowHandle(input.parentId).signal(sampleDoneSignal, done);
-  return done;
 }
 
 /** The innermost application failure of an activity failure: its message and stable type. */

@@ -8,7 +8,7 @@ import { mkdtemp } from 'node:fs/promises';
 import net from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
-import { stewardSearchAttributes, type TemporalDevConfig } from '../../src/temporal/config';
+import { DEFAULT_SQLITE_PRAGMAS, stewardSearchAttributes, type TemporalDevConfig } from '../../src/temporal/config';
 import { ensureDevServer } from '../../src/temporal/devserver';
 
 /** Read by global-teardown, which Jest runs in this same process. */
@@ -29,6 +29,7 @@ export default async function globalSetup(): Promise<void> {
     // Server defaults throughout (limit.historyCount.suggestContinueAsNew included), so
     // continue-as-new is tested at the limits users get.
     dynamicConfig: {},
+    sqlitePragmas: { ...DEFAULT_SQLITE_PRAGMAS },
   };
   const { address, namespace } = await ensureDevServer(config, {
     stewardDir,
