@@ -72,7 +72,8 @@ describe('continue-as-new without draining', () => {
       samples.set(wf.workflowId, [...(samples.get(wf.workflowId) ?? []), wf.status.name]);
     }
     expect(samples.size).toBe(SAMPLES);
-    expect([...samples.values()].every((s) => s.length === 1 && s[0] === 'COMPLETED')).toBe(true);
+    const odd = [...samples].filter(([, runs]) => runs.length !== 1 || runs[0] !== 'COMPLETED');
+    expect(odd).toEqual([]);
 
     // And each was recorded once, by its first attempt.
     const records = await readSampleRecords(logDir, 'big');

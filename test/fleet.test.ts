@@ -23,7 +23,8 @@ describe('an eval set of 3 tasks × 200 samples at max_samples 20', () => {
     const file = await writeEvalSet(
       dir,
       name,
-      TASKS.map((t) => ({ name: t, samples: SAMPLES, latencyMs: 20, jitterMs: 20 })),
+      // Long enough that every task fills its 20 slots on this 2-core machine.
+      TASKS.map((t) => ({ name: t, samples: SAMPLES, latencyMs: 1_000, jitterMs: 200 })),
       { max_samples: MAX_SAMPLES },
     );
     logDir = path.join(dir, 'logs');
@@ -67,7 +68,7 @@ describe('an eval set of 3 tasks × 200 samples at max_samples 20', () => {
     for (const task of TASKS) {
       const peak = peakConcurrency(await readSampleRecords(logDir, task));
       expect(peak).toBeLessThanOrEqual(MAX_SAMPLES);
-      expect(peak).toBeGreaterThanOrEqual(MAX_SAMPLES / 2);
+      expect(peak).toBeGreaterThanOrEqual(MAX_SAMPLES * 0.75);
     }
   });
 

@@ -1,4 +1,6 @@
 /** Per-task activities: what is left to run, and the task's summary at the end. */
+import { setTimeout as sleep } from 'node:timers/promises';
+import { Context } from '@temporalio/activity';
 import { rangesExcept } from '../core/ranges';
 import { taskMetrics } from '../eval/metrics';
 import { sampleKey } from '../logs/store';
@@ -17,6 +19,10 @@ export interface TaskRef {
   logDir: string;
 }
 
+/** How long a finished task waits for its sample workflows to close before giving up on it. */
+const CLOSE_WAIT_MS = 120_000;
+const CLOSE_POLL_MS = 500;
+
 /** Starts at a time, so a burst of admissions does not open hundreds of RPCs at once. */
 const START_CONCURRENCY = 50;
 
@@ -24,8 +30,9 @@ export function createTaskActivities(deps: ActivityDeps) {
   return {
     /**
      * Starts sample workflows. They are not children of the task: the task continues-as-new
-     * without draining, and each sample reports back by the task's workflow id. A sample already
-     * running (admitted before a crash or a hand-over) is left as it is.
+     * without draining, and each sample reports back by the task's workflow id. A sample this
+     * chain already started (the admission ran again after a lost workflow task) is not started
+     * twice: its report has arrived or will.
      */
     async startSamples(args: { taskQueue: string; samples: SampleInput[] }): Promise<void> {
       const client = deps.client;
@@ -33,12 +40,16 @@ export function createTaskActivities(deps: ActivityDeps) {
       for (let i = 0; i < args.samples.length; i += START_CONCURRENCY) {
         await Promise.all(
           args.samples.slice(i, i + START_CONCURRENCY).map((sample) =>
-            client.workflow.start('sampleWorkflow', {
-              workflowId: sampleWorkflowId(sample.parentId, sample.index),
-              taskQueue: args.taskQueue,
-              args: [sample],
-              workflowIdConflictPolicy: 'USE_EXISTING',
-            }),
+            client.workflow
+              .start('sampleWorkflow', {
+                workflowId: sampleWorkflowId(sample.parentId, sample.chain, sample.index),
+                taskQueue: args.taskQueue,
+                args: [sample],
+                workflowIdReusePolicy: 'REJECT_DUPLICATE',
+              })
+              .catch((err: unknown) => {
+                if ((err as Error).name !== 'WorkflowExecutionAlreadyStartedError') throw err;
+              }),
           ),
         );
       }
@@ -56,6 +67,24 @@ export function createTaskActivities(deps: ActivityDeps) {
         if (done.has(key)) completed.push(index);
       }
       return { total, pending: rangesExcept(total, completed), resumed: completed.length };
+    },
+
+    /**
+     * Waits until every sample workflow of the task has closed. A sample reports its result from
+     * its activity, one workflow task before its workflow completes; the task's worker process must
+     * outlive that last step, or the sample would stay open with no worker to close it.
+     */
+    async awaitSamplesClosed(args: { taskQueue: string }): Promise<number> {
+      const client = deps.client;
+      if (!client) throw new Error('awaitSamplesClosed needs a Temporal client');
+      const query = `WorkflowType = 'sampleWorkflow' AND TaskQueue = '${args.taskQueue}' AND ExecutionStatus = 'Running'`;
+      const deadline = deps.now() + CLOSE_WAIT_MS;
+      for (;;) {
+        const { count } = await client.workflow.count(query);
+        if (count === 0 || deps.now() > deadline) return count;
+        Context.current().heartbeat();
+        await sleep(CLOSE_POLL_MS);
+      }
     },
 
     /** Computes the task's metrics from its recorded samples and writes its summary. */

@@ -23,8 +23,9 @@ import {
   type TaskResult,
 } from './types';
 
-const { planTask, finishTask } = proxyActivities<TaskActivities>({
+const { planTask, finishTask, awaitSamplesClosed } = proxyActivities<TaskActivities>({
   startToCloseTimeout: '10 minutes',
+  heartbeatTimeout: '30 seconds',
   retry: { maximumInterval: '30 seconds' },
 });
 
@@ -38,7 +39,7 @@ const { startSamples } = proxyLocalActivities<TaskActivities>({
 const HISTORY_EVENTS_CEILING = 20_000;
 
 export async function evalTask(input: EvalTaskInput): Promise<TaskResult> {
-  const { workflowId, taskQueue } = workflowInfo();
+  const { workflowId, taskQueue, firstExecutionRunId } = workflowInfo();
   let setpoint = input.setpoint;
   let changed = false;
   const carry: EvalTaskCarry = input.carry ?? (await startCarry(input));
@@ -81,6 +82,7 @@ export async function evalTask(input: EvalTaskInput): Promise<TaskResult> {
         logDir: input.logDir,
         index,
         parentId: workflowId,
+        chain: firstExecutionRunId.slice(0, 8),
       })),
     });
   };
@@ -105,6 +107,7 @@ export async function evalTask(input: EvalTaskInput): Promise<TaskResult> {
     await condition(() => changed);
   }
 
+  await awaitSamplesClosed({ taskQueue });
   const metrics = await finishTask({
     evalSet: input.evalSet,
     task: input.task,

@@ -80,6 +80,8 @@ export interface SampleInput {
   index: number;
   /** Workflow id (not run id) of the `evalTask` to report to, so reports cross continue-as-new. */
   parentId: string;
+  /** The first run id of that task's chain of runs (see {@link sampleWorkflowId}). */
+  chain: string;
 }
 
 /** What a sample reports back to its task: ids and a small summary only. */
@@ -162,6 +164,11 @@ export function taskWorkflowId(parentId: string, task: string): string {
   return `${parentId}/${task}`;
 }
 
-export function sampleWorkflowId(taskWorkflowId: string, index: number): string {
-  return `${taskWorkflowId}/${index}`;
+/**
+ * A sample's workflow id: unique within one chain of task runs (the chain is named by its first
+ * run), so a repeated start within the chain is refused rather than run again, while a later
+ * launch of the same eval set may run a sample that failed before.
+ */
+export function sampleWorkflowId(taskWorkflowId: string, chain: string, index: number): string {
+  return `${taskWorkflowId}/${chain}/${index}`;
 }
