@@ -15,8 +15,13 @@ export default tseslint.config(
     plugins: { 'import-x': importX },
     rules: {
       '@typescript-eslint/no-floating-promises': 'error',
-      '@typescript-eslint/no-unused-vars': ['error', { argsIgnorePattern: '^_', varsIgnorePattern: '^_' }],
+      '@typescript-eslint/no-unused-vars': [
+        'error',
+        { argsIgnorePattern: '^_', varsIgnorePattern: '^_' },
+      ],
       'import-x/no-cycle': 'error',
+      // Workflow query handlers are registered first and read state assigned later.
+      'prefer-const': ['error', { ignoreReadBeforeAssign: true }],
     },
   },
   {
@@ -28,9 +33,36 @@ export default tseslint.config(
         'error',
         {
           patterns: [
-            { group: ['node:*', 'fs', 'path', 'os', 'child_process', 'http', 'https', 'net', 'crypto'], message: 'Workflows must stay deterministic: do I/O in activities.' },
-            { group: ['dockerode', 'openai', 'yaml', 'csv-parse', '@temporalio/client', '@temporalio/worker'], message: 'Workflows must stay deterministic: do I/O in activities.' },
-            { group: ['../activities', '../activities/*'], allowTypeImports: true, message: 'Import activities as types only; call them through proxyActivities.' },
+            {
+              group: [
+                'node:*',
+                'fs',
+                'path',
+                'os',
+                'child_process',
+                'http',
+                'https',
+                'net',
+                'crypto',
+              ],
+              message: 'Workflows must stay deterministic: do I/O in activities.',
+            },
+            {
+              group: [
+                'dockerode',
+                'openai',
+                'yaml',
+                'csv-parse',
+                '@temporalio/client',
+                '@temporalio/worker',
+              ],
+              message: 'Workflows must stay deterministic: do I/O in activities.',
+            },
+            {
+              group: ['../activities', '../activities/*'],
+              allowTypeImports: true,
+              message: 'Import activities as types only; call them through proxyActivities.',
+            },
           ],
         },
       ],
@@ -38,7 +70,14 @@ export default tseslint.config(
   },
   {
     files: ['**/*.js', '**/*.mjs'],
-    languageOptions: { globals: { require: 'readonly', module: 'writable', process: 'readonly', __dirname: 'readonly' } },
+    languageOptions: {
+      globals: {
+        require: 'readonly',
+        module: 'writable',
+        process: 'readonly',
+        __dirname: 'readonly',
+      },
+    },
     rules: { '@typescript-eslint/no-require-imports': 'off' },
   },
 );

@@ -70,7 +70,9 @@ async function main(): Promise<void> {
 }
 
 async function writeEvalSet(dir: string): Promise<string> {
-  const lines = Array.from({ length: SAMPLES }, (_, i) => JSON.stringify({ id: i + 1, input: `q${i}`, target: String(i) }));
+  const lines = Array.from({ length: SAMPLES }, (_, i) =>
+    JSON.stringify({ id: i + 1, input: `q${i}`, target: String(i) }),
+  );
   await fs.writeFile(path.join(dir, 'bench.jsonl'), `${lines.join('\n')}\n`);
   const file = path.join(dir, 'bench.yaml');
   await fs.writeFile(
@@ -117,10 +119,14 @@ function launch(
   env: NodeJS.ProcessEnv,
 ): Promise<{ wallMs: number; code: number | null; workerPeakKb: number; launchPeakKb: number }> {
   const started = performance.now();
-  const child = spawn(process.execPath, [path.join(ROOT, 'bin', 'steward.js'), 'launch', file, '--log-dir', logDir, '--json'], {
-    env,
-    stdio: ['ignore', 'ignore', 'inherit'],
-  });
+  const child = spawn(
+    process.execPath,
+    [path.join(ROOT, 'bin', 'steward.js'), 'launch', file, '--log-dir', logDir, '--json'],
+    {
+      env,
+      stdio: ['ignore', 'ignore', 'inherit'],
+    },
+  );
   let workerPeakKb = 0;
   let launchPeakKb = 0;
   const sampler = setInterval(() => {
@@ -137,7 +143,11 @@ function launch(
 
 function childPids(pid: number): number[] {
   try {
-    return readFileSync(`/proc/${pid}/task/${pid}/children`, 'utf8').trim().split(/\s+/).filter(Boolean).map(Number);
+    return readFileSync(`/proc/${pid}/task/${pid}/children`, 'utf8')
+      .trim()
+      .split(/\s+/)
+      .filter(Boolean)
+      .map(Number);
   } catch {
     return [];
   }

@@ -36,7 +36,12 @@ describe('continue-as-new without draining', () => {
       },
       { stewardDir },
     );
-    env = { ...process.env, TEMPORAL_ADDRESS: address, TEMPORAL_NAMESPACE: namespace, STEWARD_HOME: stewardDir };
+    env = {
+      ...process.env,
+      TEMPORAL_ADDRESS: address,
+      TEMPORAL_NAMESPACE: namespace,
+      STEWARD_HOME: stewardDir,
+    };
     client = new Client({ connection: await Connection.connect({ address }), namespace });
   });
 
@@ -48,19 +53,29 @@ describe('continue-as-new without draining', () => {
   test('a 2,000-sample task hands over several times and every sample runs exactly once', async () => {
     const dir = await tempDir();
     const name = uniqueName('can');
-    const file = await writeEvalSet(dir, name, [{ name: 'big', samples: SAMPLES, latencyMs: 5, jitterMs: 20 }], {
-      max_samples: 100,
-    });
+    const file = await writeEvalSet(
+      dir,
+      name,
+      [{ name: 'big', samples: SAMPLES, latencyMs: 5, jitterMs: 20 }],
+      {
+        max_samples: 100,
+      },
+    );
     const logDir = path.join(dir, 'logs');
     const run = await runCli(['launch', file, '--json', '--log-dir', logDir], { env });
     expect(run.stderr).not.toContain('internal error');
     expect(run.code).toBe(0);
-    expect(JSON.parse(run.stdout).tasks[0]).toMatchObject({ samples: SAMPLES, completed: SAMPLES, errored: 0 });
+    expect(JSON.parse(run.stdout).tasks[0]).toMatchObject({
+      samples: SAMPLES,
+      completed: SAMPLES,
+      errored: 0,
+    });
 
     // The task workflow ran as several runs, each closed by continue-as-new but the last.
     const taskId = taskWorkflowId(evalSetWorkflowId(name), 'big');
     const runs: string[] = [];
-    for await (const wf of client.workflow.list({ query: `WorkflowId = '${taskId}'` })) runs.push(wf.status.name);
+    for await (const wf of client.workflow.list({ query: `WorkflowId = '${taskId}'` }))
+      runs.push(wf.status.name);
     expect(runs.length).toBeGreaterThanOrEqual(3);
     expect(runs.filter((s) => s === 'CONTINUED_AS_NEW')).toHaveLength(runs.length - 1);
     expect(runs.filter((s) => s === 'COMPLETED')).toHaveLength(1);

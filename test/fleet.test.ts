@@ -51,13 +51,17 @@ describe('an eval set of 3 tasks × 200 samples at max_samples 20', () => {
       expect(new Set(records.map((r) => r.sample_id)).size).toBe(SAMPLES);
       expect(records.every((r) => r.score.value === 'C' && r.attempt === 1)).toBe(true);
       expect(records.every((r) => r.usage.total_tokens > 0)).toBe(true);
-      await expect(fs.readdir(path.join(logDir, task, 'errors'))).rejects.toMatchObject({ code: 'ENOENT' });
+      await expect(fs.readdir(path.join(logDir, task, 'errors'))).rejects.toMatchObject({
+        code: 'ENOENT',
+      });
     }
   });
 
   test('runs each task in its own worker process', async () => {
     const pidsByTask = await Promise.all(
-      TASKS.map(async (task) => new Set((await readSampleRecords(logDir, task)).map((r) => r.worker.pid))),
+      TASKS.map(
+        async (task) => new Set((await readSampleRecords(logDir, task)).map((r) => r.worker.pid)),
+      ),
     );
     for (const pids of pidsByTask) expect(pids.size).toBe(1);
     const all = pidsByTask.map((pids) => [...pids][0]);
@@ -76,8 +80,15 @@ describe('an eval set of 3 tasks × 200 samples at max_samples 20', () => {
     const summary = JSON.parse(await fs.readFile(path.join(logDir, 'evalset.json'), 'utf8'));
     expect(summary.status).toBe('success');
     for (const task of TASKS) {
-      const taskSummary = JSON.parse(await fs.readFile(path.join(logDir, task, 'summary.json'), 'utf8'));
-      expect(taskSummary).toMatchObject({ name: task, samples: SAMPLES, completed: SAMPLES, errored: 0 });
+      const taskSummary = JSON.parse(
+        await fs.readFile(path.join(logDir, task, 'summary.json'), 'utf8'),
+      );
+      expect(taskSummary).toMatchObject({
+        name: task,
+        samples: SAMPLES,
+        completed: SAMPLES,
+        errored: 0,
+      });
     }
   });
 });

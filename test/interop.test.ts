@@ -10,7 +10,14 @@ import { findTemporalBinary } from '../src/temporal/binary';
 import { stopDevServer } from '../src/temporal/devserver';
 import type { EvalSetResult } from '../src/workflows/types';
 import { readSampleRecords } from './helpers/results';
-import { REPO_ROOT, STEWARD_BIN, runCommand, tempDir, uniqueName, writeEvalSet } from './helpers/cli';
+import {
+  REPO_ROOT,
+  STEWARD_BIN,
+  runCommand,
+  tempDir,
+  uniqueName,
+  writeEvalSet,
+} from './helpers/cli';
 
 describe('temporal workflow start, served by steward workers', () => {
   let workers: ChildProcess;
@@ -18,7 +25,10 @@ describe('temporal workflow start, served by steward workers', () => {
   let client: Client;
 
   beforeAll(async () => {
-    workers = spawn(process.execPath, [STEWARD_BIN, 'workers'], { stdio: 'ignore', env: process.env });
+    workers = spawn(process.execPath, [STEWARD_BIN, 'workers'], {
+      stdio: 'ignore',
+      env: process.env,
+    });
     workersExited = new Promise((resolve) => workers.once('exit', (code) => resolve(code)));
     client = new Client({
       connection: await Connection.connect({ address: process.env.TEMPORAL_ADDRESS! }),
@@ -43,13 +53,20 @@ describe('temporal workflow start, served by steward workers', () => {
     const temporal = await findTemporalBinary();
     // The command the README shows, with this test's server and files.
     const start = await runCommand(temporal, [
-      'workflow', 'start',
-      '--address', process.env.TEMPORAL_ADDRESS!,
-      '--namespace', process.env.TEMPORAL_NAMESPACE ?? 'default',
-      '--type', 'evalSet',
-      '--task-queue', 'steward',
-      '--workflow-id', `steward-${name}`,
-      '--input', JSON.stringify({ definition: file, log_dir: logDir }),
+      'workflow',
+      'start',
+      '--address',
+      process.env.TEMPORAL_ADDRESS!,
+      '--namespace',
+      process.env.TEMPORAL_NAMESPACE ?? 'default',
+      '--type',
+      'evalSet',
+      '--task-queue',
+      'steward',
+      '--workflow-id',
+      `steward-${name}`,
+      '--input',
+      JSON.stringify({ definition: file, log_dir: logDir }),
     ]);
     expect(start.stderr).toBe('');
     expect(start.code).toBe(0);
@@ -82,7 +99,10 @@ describe('the README quick start', () => {
       .access(path.join(stewardDir, 'temporal.pid'))
       .then(() => true)
       .catch(() => false);
-    const run = await runCommand('npx', ['steward', 'launch', 'examples/hello.yaml'], { env, cwd: REPO_ROOT });
+    const run = await runCommand('npx', ['steward', 'launch', 'examples/hello.yaml'], {
+      env,
+      cwd: REPO_ROOT,
+    });
     started = !wasRunning;
     expect(run.stderr).not.toContain('internal error');
     expect(run.code).toBe(0);

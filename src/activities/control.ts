@@ -26,9 +26,11 @@ const OBSERVE_TIMEOUT_MS = 3_000;
 export function createControlActivities(deps: ActivityDeps) {
   return {
     async planEvalSet(input: EvalSetInput): Promise<EvalSetPlan> {
-      const definition = await deps.loadDefinition(path.resolve(input.definition)).catch((err: unknown) => {
-        throw toFailure(err, ErrorType.config);
-      });
+      const definition = await deps
+        .loadDefinition(path.resolve(input.definition))
+        .catch((err: unknown) => {
+          throw toFailure(err, ErrorType.config);
+        });
       const { settings, errors } = resolveSettings({
         flags: input.settings ?? {},
         env: deps.env,
@@ -38,7 +40,9 @@ export function createControlActivities(deps: ActivityDeps) {
       if (errors.length > 0) {
         throw ApplicationFailure.nonRetryable(errors.map(formatIssue).join('\n'), ErrorType.config);
       }
-      const logDir = path.resolve(input.log_dir ?? definition.log_dir ?? path.join('logs', definition.name));
+      const logDir = path.resolve(
+        input.log_dir ?? definition.log_dir ?? path.join('logs', definition.name),
+      );
       await ensureWritable(logDir);
       return {
         name: definition.name,
@@ -70,7 +74,11 @@ export function createControlActivities(deps: ActivityDeps) {
     async writeEvalSetSummary(result: EvalSetResult): Promise<void> {
       await deps
         .logStore(result.log_dir)
-        .writeEvalSetSummary({ ...result, version: 1, completed_at: new Date(deps.now()).toISOString() });
+        .writeEvalSetSummary({
+          ...result,
+          version: 1,
+          completed_at: new Date(deps.now()).toISOString(),
+        });
     },
   };
 }
@@ -84,7 +92,13 @@ async function ensureWritable(dir: string): Promise<void> {
     await fs.writeFile(probe, '');
     await fs.rm(probe);
   } catch (err) {
-    const reason = (err as NodeJS.ErrnoException).code === 'ENOSPC' ? 'the disk is full' : (err as Error).message;
-    throw ApplicationFailure.nonRetryable(`log directory ${dir} is not writable: ${reason}`, ErrorType.logWrite);
+    const reason =
+      (err as NodeJS.ErrnoException).code === 'ENOSPC'
+        ? 'the disk is full'
+        : (err as Error).message;
+    throw ApplicationFailure.nonRetryable(
+      `log directory ${dir} is not writable: ${reason}`,
+      ErrorType.logWrite,
+    );
   }
 }

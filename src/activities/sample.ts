@@ -80,7 +80,9 @@ export function createSampleActivities(deps: ActivityDeps) {
    */
   async function reportDone(input: SampleInput): Promise<void> {
     if (!deps.client) throw new Error('runSample needs a Temporal client to report to its task');
-    await deps.client.workflow.getHandle(input.parentId).signal(sampleDoneSignal, { index: input.index, ok: true });
+    await deps.client.workflow
+      .getHandle(input.parentId)
+      .signal(sampleDoneSignal, { index: input.index, ok: true });
   }
 }
 

@@ -56,7 +56,9 @@ export function createTaskActivities(deps: ActivityDeps) {
     },
 
     /** The samples still to run: everything not already recorded in the log directory. */
-    async planTask(ref: TaskRef): Promise<{ total: number; pending: IndexRanges; resumed: number }> {
+    async planTask(
+      ref: TaskRef,
+    ): Promise<{ total: number; pending: IndexRanges; resumed: number }> {
       const task = findTask(await deps.loadDefinition(ref.definition), ref.task);
       const size = task.dataset.length;
       const total = size * task.epochs;
@@ -97,7 +99,9 @@ export function createTaskActivities(deps: ActivityDeps) {
       const metrics =
         records.length === 0
           ? null
-          : taskMetrics(records.map((r) => ({ sampleId: r.sample_id, epoch: r.epoch, value: r.score.value })));
+          : taskMetrics(
+              records.map((r) => ({ sampleId: r.sample_id, epoch: r.epoch, value: r.score.value })),
+            );
       const completed = records.length;
       await store.writeTaskSummary({
         version: 1,

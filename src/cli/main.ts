@@ -9,33 +9,46 @@ import type { SimProviderCommandOptions } from './commands/sim-provider';
 
 function positiveInt(value: string): number {
   const n = Number(value);
-  if (!Number.isInteger(n) || n <= 0) throw new InvalidArgumentError(`expected a positive whole number, got "${value}"`);
+  if (!Number.isInteger(n) || n <= 0)
+    throw new InvalidArgumentError(`expected a positive whole number, got "${value}"`);
   return n;
 }
 
 function nonNegativeNumber(value: string): number {
   const n = Number(value);
-  if (!Number.isFinite(n) || n < 0) throw new InvalidArgumentError(`expected a number >= 0, got "${value}"`);
+  if (!Number.isFinite(n) || n < 0)
+    throw new InvalidArgumentError(`expected a number >= 0, got "${value}"`);
   return n;
 }
 
 const program = new Command('steward')
-  .description('Run AI eval sets durably on Temporal at the concurrency your provider and machine sustain.')
+  .description(
+    'Run AI eval sets durably on Temporal at the concurrency your provider and machine sustain.',
+  )
   .showHelpAfterError()
   .exitOverride();
 
 program
   .command('launch')
-  .description('validate a definition, start (or resume) its eval set, run the worker fleet, show progress')
+  .description(
+    'validate a definition, start (or resume) its eval set, run the worker fleet, show progress',
+  )
   .argument('<definition>', 'evalset.yaml or a TypeScript/JavaScript module exporting a definition')
   .option('--max-tasks <n>', 'tasks run at once', positiveInt)
   .option('--max-samples <n>', 'samples in flight per task (pins it: no ramp)', positiveInt)
   .option('--max-workers <n>', 'worker processes to pack the task queues into', positiveInt)
-  .option('--max-connections <n>', 'fixed model connections per provider account (no adaptive controller)', positiveInt)
+  .option(
+    '--max-connections <n>',
+    'fixed model connections per provider account (no adaptive controller)',
+    positiveInt,
+  )
   .option('--max-sandboxes <n>', 'fleet-wide sandbox budget', positiveInt)
   .option('--samples-ramp <range>', 'ramp range "LO,HI", or "false" for no ramp')
   .option('--tend-interval <seconds>', 'seconds between tends', nonNegativeNumber)
-  .option('--log-dir <dir>', 'where results go (default: the definition\'s log_dir, else logs/<name>)')
+  .option(
+    '--log-dir <dir>',
+    "where results go (default: the definition's log_dir, else logs/<name>)",
+  )
   .option('--json', 'print a machine-readable summary at the end')
   .option('--detach', 'start the eval set and its workers in the background and return at once')
   .action(async (definition: string, opts: Record<string, unknown>) => {
@@ -65,7 +78,9 @@ program
 
 program
   .command('server')
-  .description('run the embedded Temporal dev server in the foreground (configured by temporal-dev.yaml)')
+  .description(
+    'run the embedded Temporal dev server in the foreground (configured by temporal-dev.yaml)',
+  )
   .action(async () => {
     const { serverCommand } = await import('./commands/server.js');
     process.exitCode = await serverCommand();
@@ -73,8 +88,12 @@ program
 
 program
   .command('sim-provider')
-  .description('serve a simulated OpenAI-compatible provider with rate limits, for tests, demos and dry runs')
-  .requiredOption('--port <n>', 'port to listen on (127.0.0.1)', (v) => (v === '0' ? 0 : positiveInt(v)))
+  .description(
+    'serve a simulated OpenAI-compatible provider with rate limits, for tests, demos and dry runs',
+  )
+  .requiredOption('--port <n>', 'port to listen on (127.0.0.1)', (v) =>
+    v === '0' ? 0 : positiveInt(v),
+  )
   .option('--rpm <n>', 'requests per minute', positiveInt)
   .option('--tpm <n>', 'tokens per minute', positiveInt)
   .option('--concurrency <n>', 'concurrent requests', positiveInt)
@@ -107,7 +126,9 @@ function reportError(err: unknown): number {
   const e = err as { code?: string; exitCode?: number; name?: string; message?: string };
   // commander already printed its own usage errors, and help/version exits are not errors.
   if (typeof e.code === 'string' && e.code.startsWith('commander.')) {
-    return e.code === 'commander.helpDisplayed' || e.code === 'commander.version' ? ExitCode.ok : ExitCode.usage;
+    return e.code === 'commander.helpDisplayed' || e.code === 'commander.version'
+      ? ExitCode.ok
+      : ExitCode.usage;
   }
   if (e.name === 'StewardError' || e.name === 'ConfigError') {
     console.error(`steward: ${e.message}`);

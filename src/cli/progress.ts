@@ -21,7 +21,8 @@ function barProgress(stream: NodeJS.WriteStream): ProgressView {
   const multibar = new MultiBar(
     {
       stream,
-      format: ' {task} [{bar}] {value}/{total} | in flight {in_flight} | setpoint {setpoint} | errors {errored}',
+      format:
+        ' {task} [{bar}] {value}/{total} | in flight {in_flight} | setpoint {setpoint} | errors {errored}',
       hideCursor: true,
       clearOnComplete: false,
       autopadding: true,
@@ -52,7 +53,9 @@ function plainProgress(stream: NodeJS.WriteStream): ProgressView {
       const now = Date.now();
       const lines = status.tasks.map((t) => [t.name, plainLine(status.eval_set, t)] as const);
       const changed = lines.filter(([name, line]) => last.get(name) !== line);
-      const finishing = changed.some(([name]) => status.tasks.find((t) => t.name === name)?.state === 'done');
+      const finishing = changed.some(
+        ([name]) => status.tasks.find((t) => t.name === name)?.state === 'done',
+      );
       if (changed.length === 0 || (now - printedAt < PLAIN_EVERY_MS && !finishing)) return;
       printedAt = now;
       for (const [name, line] of changed) {

@@ -28,12 +28,15 @@ export async function readStatus(client: Client, workflowId: string): Promise<Li
   try {
     description = await handle.describe();
   } catch (err) {
-    if (err instanceof WorkflowNotFoundError || (err as Error).name === 'WorkflowNotFoundError') return { kind: 'missing' };
+    if (err instanceof WorkflowNotFoundError || (err as Error).name === 'WorkflowNotFoundError')
+      return { kind: 'missing' };
     throw err;
   }
   const state = description.status.name;
-  if (state === 'COMPLETED') return { kind: 'completed', result: (await handle.result()) as EvalSetResult };
-  if (state !== 'RUNNING') return { kind: 'failed', status: state, message: await failureMessage(client, workflowId) };
+  if (state === 'COMPLETED')
+    return { kind: 'completed', result: (await handle.result()) as EvalSetResult };
+  if (state !== 'RUNNING')
+    return { kind: 'failed', status: state, message: await failureMessage(client, workflowId) };
 
   const status = await withTimeout(handle.query(statusQuery), QUERY_TIMEOUT_MS, NO_ANSWER);
   await Promise.all(

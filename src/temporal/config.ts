@@ -59,7 +59,10 @@ export interface TemporalDevConfig {
   sqlitePragmas: Record<string, string>;
 }
 
-export const DEFAULT_SQLITE_PRAGMAS: Readonly<Record<string, string>> = { journal_mode: 'wal', synchronous: 'normal' };
+export const DEFAULT_SQLITE_PRAGMAS: Readonly<Record<string, string>> = {
+  journal_mode: 'wal',
+  synchronous: 'normal',
+};
 
 const port = z.number().int().min(1).max(65535);
 // The dev server rejects keys that are not identifiers; dynamic config keys are dotted.

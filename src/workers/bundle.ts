@@ -25,7 +25,14 @@ async function buildBundle(): Promise<void> {
   const { bundleWorkflowCode } = await import('@temporalio/worker');
   const { code } = await bundleWorkflowCode({
     workflowsPath: require.resolve('../workflows'),
-    logger: { info: () => undefined, warn: console.warn, error: console.error, debug: () => undefined, trace: () => undefined, log: () => undefined },
+    logger: {
+      info: () => undefined,
+      warn: console.warn,
+      error: console.error,
+      debug: () => undefined,
+      trace: () => undefined,
+      log: () => undefined,
+    },
   });
   await fs.mkdir(path.dirname(WORKFLOW_BUNDLE_PATH), { recursive: true });
   await fs.writeFile(WORKFLOW_BUNDLE_PATH, code);

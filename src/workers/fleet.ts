@@ -15,7 +15,14 @@ export interface WorkerSlot {
 
 export type FleetEvent =
   | { kind: 'started'; slot: string; pid: number }
-  | { kind: 'exited'; slot: string; pid: number; code: number | null; signal: string | null; restartInMs?: number };
+  | {
+      kind: 'exited';
+      slot: string;
+      pid: number;
+      code: number | null;
+      signal: string | null;
+      restartInMs?: number;
+    };
 
 export interface FleetOptions {
   /** The worker entry script (dist/workers/task-worker.js). */
@@ -40,7 +47,10 @@ const HEALTHY_AFTER_MS = 60_000;
  */
 export function assignSlots(taskQueues: string[], maxWorkers: number | null): WorkerSlot[] {
   const count = Math.min(taskQueues.length, maxWorkers ?? taskQueues.length);
-  const slots: WorkerSlot[] = Array.from({ length: count }, (_, i) => ({ id: `worker-${i + 1}`, taskQueues: [] }));
+  const slots: WorkerSlot[] = Array.from({ length: count }, (_, i) => ({
+    id: `worker-${i + 1}`,
+    taskQueues: [],
+  }));
   taskQueues.forEach((queue, i) => slots[i % count].taskQueues.push(queue));
   return slots;
 }
@@ -82,7 +92,13 @@ export class Fleet {
   }
 
   private startSlot(slot: WorkerSlot): void {
-    const entry: Running = { slot, failures: 0, startedAt: 0, stopping: false, exited: Promise.resolve() };
+    const entry: Running = {
+      slot,
+      failures: 0,
+      startedAt: 0,
+      stopping: false,
+      exited: Promise.resolve(),
+    };
     this.running.set(slot.id, entry);
     this.spawn(entry);
   }
@@ -93,7 +109,9 @@ export class Fleet {
       taskQueues: entry.slot.taskQueues,
       bundlePath: this.options.bundlePath,
     };
-    const log = createWriteStream(path.join(this.options.logDir, `${entry.slot.id}.log`), { flags: 'a' });
+    const log = createWriteStream(path.join(this.options.logDir, `${entry.slot.id}.log`), {
+      flags: 'a',
+    });
     const child = spawn(process.execPath, [this.options.script], {
       env: { ...(this.options.env ?? process.env), [WORKER_CONFIG_ENV]: JSON.stringify(config) },
       stdio: ['ignore', 'pipe', 'pipe'],
@@ -111,7 +129,14 @@ export class Fleet {
         if (Date.now() - entry.startedAt > HEALTHY_AFTER_MS) entry.failures = 0;
         const restartInMs = Math.min(RESTART_MAX_MS, RESTART_BASE_MS * 2 ** entry.failures);
         entry.failures++;
-        this.options.onEvent?.({ kind: 'exited', slot: entry.slot.id, pid: child.pid ?? 0, code, signal, restartInMs });
+        this.options.onEvent?.({
+          kind: 'exited',
+          slot: entry.slot.id,
+          pid: child.pid ?? 0,
+          code,
+          signal,
+          restartInMs,
+        });
         entry.restartTimer = setTimeout(() => this.spawn(entry), restartInMs);
       });
     });

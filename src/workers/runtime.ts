@@ -7,7 +7,9 @@ import { openLogStore, type LogStore } from '../logs/store';
 import { createModel } from '../models';
 import { memoize, thisWorker, type ActivityDeps } from '../activities/deps';
 
-export function processDeps(options: { client?: Client; env?: NodeJS.ProcessEnv } = {}): ActivityDeps {
+export function processDeps(
+  options: { client?: Client; env?: NodeJS.ProcessEnv } = {},
+): ActivityDeps {
   const env = options.env ?? process.env;
   // One model object per provider account in this process: it owns the account's connections.
   const models = new Map<string, Model>();
@@ -47,5 +49,8 @@ let runtimeInstalled = false;
 export function installRuntime(options: { shutdownSignals?: NodeJS.Signals[] } = {}): void {
   if (runtimeInstalled) return;
   runtimeInstalled = true;
-  Runtime.install({ logger: new DefaultLogger('WARN'), shutdownSignals: options.shutdownSignals ?? [] });
+  Runtime.install({
+    logger: new DefaultLogger('WARN'),
+    shutdownSignals: options.shutdownSignals ?? [],
+  });
 }

@@ -85,7 +85,9 @@ export function wantedSlots(status: EvalSetStatus): WorkerSlot[] {
     status.tasks.map((t) => t.taskQueue),
     status.settings?.maxWorkers ?? null,
   );
-  const running = new Set(status.tasks.filter((t) => t.state === 'running').map((t) => t.taskQueue));
+  const running = new Set(
+    status.tasks.filter((t) => t.state === 'running').map((t) => t.taskQueue),
+  );
   return slots
     .filter((slot) => slot.taskQueues.some((q) => running.has(q)))
     .map((slot) => ({ ...slot, id: `${status.eval_set}-${slot.id}` }));
@@ -93,7 +95,9 @@ export function wantedSlots(status: EvalSetStatus): WorkerSlot[] {
 
 async function runningEvalSets(client: Client): Promise<string[]> {
   const ids: string[] = [];
-  for await (const wf of client.workflow.list({ query: "WorkflowType = 'evalSet' AND ExecutionStatus = 'Running'" })) {
+  for await (const wf of client.workflow.list({
+    query: "WorkflowType = 'evalSet' AND ExecutionStatus = 'Running'",
+  })) {
     ids.push(wf.workflowId);
   }
   return ids;

@@ -24,7 +24,10 @@ export async function runTaskWorker(config: WorkerProcessConfig): Promise<void> 
   installRuntime({ shutdownSignals: ['SIGINT', 'SIGTERM'] });
   const connection = await NativeConnection.connect({ address: config.address });
   // Admission starts sample workflows through a client of its own.
-  const client = new Client({ connection: await Connection.connect({ address: config.address }), namespace: config.namespace });
+  const client = new Client({
+    connection: await Connection.connect({ address: config.address }),
+    namespace: config.namespace,
+  });
   const activities = createActivities(processDeps({ client }));
   const workers = await Promise.all(
     config.taskQueues.map((taskQueue) =>
@@ -53,7 +56,9 @@ export async function runTaskWorker(config: WorkerProcessConfig): Promise<void> 
 if (require.main === module) {
   const raw = process.env[WORKER_CONFIG_ENV];
   if (!raw) {
-    console.error(`${WORKER_CONFIG_ENV} is not set: this process is started by the steward supervisor`);
+    console.error(
+      `${WORKER_CONFIG_ENV} is not set: this process is started by the steward supervisor`,
+    );
     process.exit(2);
   }
   runTaskWorker(JSON.parse(raw) as WorkerProcessConfig).then(

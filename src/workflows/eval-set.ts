@@ -44,7 +44,11 @@ export async function evalSet(input: EvalSetInput): Promise<EvalSetResult> {
 
   setHandler(statusQuery, () => ({
     eval_set: plan?.name ?? name,
-    state: !plan ? 'planning' : [...status.values()].every((t) => t.state === 'done') ? 'done' : 'running',
+    state: !plan
+      ? 'planning'
+      : [...status.values()].every((t) => t.state === 'done')
+        ? 'done'
+        : 'running',
     definition: plan?.definition,
     log_dir: plan?.logDir,
     settings: plan?.settings,
@@ -127,7 +131,9 @@ export async function evalSet(input: EvalSetInput): Promise<EvalSetResult> {
   while (!finished()) {
     await Promise.race([sleep(settings.tendIntervalMs), scheduler]);
     if (finished()) break;
-    const observed = await observeTasks({ workflowIds: [...running.keys()].map((t) => taskWorkflowId(parentId, t)) });
+    const observed = await observeTasks({
+      workflowIds: [...running.keys()].map((t) => taskWorkflowId(parentId, t)),
+    });
     observedAt = Date.now();
     for (const task of observed) {
       const entry = status.get(task.name);

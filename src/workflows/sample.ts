@@ -4,7 +4,11 @@
  * reports back by the task's workflow id, which the next run answers to. Not being a child also
  * keeps the task's history to about one event per sample (the report), where a child costs four.
  */
-import { ApplicationFailure, getExternalWorkflowHandle, proxyActivities } from '@temporalio/workflow';
+import {
+  ApplicationFailure,
+  getExternalWorkflowHandle,
+  proxyActivities,
+} from '@temporalio/workflow';
 import type { SampleActivities } from '../activities/sample';
 import { sampleDoneSignal, type SampleDone, type SampleInput } from './types';
 
@@ -29,7 +33,12 @@ export async function sampleWorkflow(input: SampleInput): Promise<SampleDone> {
     return { index: input.index, ok: true };
   } catch (err) {
     const cause = failureCause(err);
-    const done = { index: input.index, ok: false, error: cause.message.slice(0, 500), errorType: cause.type };
+    const done = {
+      index: input.index,
+      ok: false,
+      error: cause.message.slice(0, 500),
+      errorType: cause.type,
+    };
     await getExternalWorkflowHandle(input.parentId).signal(sampleDoneSignal, done);
     return done;
   }

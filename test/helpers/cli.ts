@@ -72,7 +72,11 @@ export async function writeEvalSet(
 ): Promise<string> {
   for (const task of tasks) {
     const lines = Array.from({ length: task.samples }, (_, i) =>
-      JSON.stringify({ id: `${task.name}-${i + 1}`, input: `What is ${i} + 1?`, target: String(i + 1) }),
+      JSON.stringify({
+        id: `${task.name}-${i + 1}`,
+        input: `What is ${i} + 1?`,
+        target: String(i + 1),
+      }),
     );
     await fs.writeFile(path.join(dir, `${task.name}.jsonl`), `${lines.join('\n')}\n`);
   }
@@ -86,7 +90,11 @@ export async function writeEvalSet(
       scorer: 'match',
       epochs: t.epochs ?? 1,
       model: 'mockllm/model',
-      model_args: { outputs: ['{target}'], latency_ms: t.latencyMs ?? 0, jitter_ms: t.jitterMs ?? 0 },
+      model_args: {
+        outputs: ['{target}'],
+        latency_ms: t.latencyMs ?? 0,
+        jitter_ms: t.jitterMs ?? 0,
+      },
     })),
   };
   const file = path.join(dir, 'evalset.yaml');

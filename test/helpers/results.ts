@@ -6,11 +6,17 @@ import type { SampleRecord } from '../../src/logs/store';
 export async function readSampleRecords(logDir: string, task: string): Promise<SampleRecord[]> {
   const dir = path.join(logDir, task, 'samples');
   const names = (await fs.readdir(dir)).filter((n) => n.endsWith('.json'));
-  return Promise.all(names.map(async (n) => JSON.parse(await fs.readFile(path.join(dir, n), 'utf8')) as SampleRecord));
+  return Promise.all(
+    names.map(
+      async (n) => JSON.parse(await fs.readFile(path.join(dir, n), 'utf8')) as SampleRecord,
+    ),
+  );
 }
 
 /** The most samples that were running at the same moment, from recorded start and end times. */
-export function peakConcurrency(records: Pick<SampleRecord, 'started_at' | 'completed_at'>[]): number {
+export function peakConcurrency(
+  records: Pick<SampleRecord, 'started_at' | 'completed_at'>[],
+): number {
   // Ends sort before starts at the same millisecond: a slot freed then reused is not an overlap.
   const events = records.flatMap((r) => [
     { t: Date.parse(r.started_at), d: 1 },

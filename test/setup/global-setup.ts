@@ -8,7 +8,11 @@ import { mkdtemp } from 'node:fs/promises';
 import net from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
-import { DEFAULT_SQLITE_PRAGMAS, stewardSearchAttributes, type TemporalDevConfig } from '../../src/temporal/config';
+import {
+  DEFAULT_SQLITE_PRAGMAS,
+  stewardSearchAttributes,
+  type TemporalDevConfig,
+} from '../../src/temporal/config';
 import { ensureDevServer } from '../../src/temporal/devserver';
 
 /** Read by global-teardown, which Jest runs in this same process. */

@@ -55,7 +55,9 @@ export async function launchCommand(file: string, opts: LaunchOptions): Promise<
   });
   if (errors.length > 0) throw new ConfigError(errors);
   checkModels(definition);
-  const logDir = path.resolve(opts.logDir ?? definition.log_dir ?? path.join('logs', definition.name));
+  const logDir = path.resolve(
+    opts.logDir ?? definition.log_dir ?? path.join('logs', definition.name),
+  );
 
   const temporal = await resolveTemporal(process.env, { onProgress: say });
   const client = await connectClient(temporal);
@@ -70,12 +72,17 @@ export async function launchCommand(file: string, opts: LaunchOptions): Promise<
   } else {
     const { done, total } = await countCompleted(definition, logDir);
     if (total > 0 && done === total) {
-      say(`nothing to do: all ${total} samples of eval set ${definition.name} are already completed (${logDir})`);
+      say(
+        `nothing to do: all ${total} samples of eval set ${definition.name} are already completed (${logDir})`,
+      );
       const summary = await openLogStore(logDir).readEvalSetSummary();
       if (summary) report(summary, opts.json);
       return ExitCode.ok;
     }
-    if (done > 0) say(`resuming eval set ${definition.name}: ${done} of ${total} samples already completed will not be re-run`);
+    if (done > 0)
+      say(
+        `resuming eval set ${definition.name}: ${done} of ${total} samples already completed will not be re-run`,
+      );
     handle = await client.workflow.start<typeof evalSet>('evalSet', {
       workflowId,
       taskQueue: STEWARD_TASK_QUEUE,
@@ -120,9 +127,15 @@ async function watch(
   }, PROGRESS_MS);
 
   try {
-    const outcome = await Promise.race([handle.result(), interrupted, supervisor.then(() => 'stopped' as const)]);
+    const outcome = await Promise.race([
+      handle.result(),
+      interrupted,
+      supervisor.then(() => 'stopped' as const),
+    ]);
     if (outcome === 'interrupted' || outcome === 'stopped') {
-      process.stderr.write('\nstopped; the eval set keeps everything completed so far: run `steward launch` again to resume\n');
+      process.stderr.write(
+        '\nstopped; the eval set keeps everything completed so far: run `steward launch` again to resume\n',
+      );
       return 130;
     }
     progress.update({
@@ -180,20 +193,26 @@ function settingsFromFlags(opts: LaunchOptions): ConcurrencySettings {
   };
   if (opts.samplesRamp !== undefined) {
     const ramp = parseKnobText('samples_ramp', opts.samplesRamp);
-    if ('error' in ramp) throw new StewardError(`--samples-ramp: ${ramp.error} ("${opts.samplesRamp}")`);
+    if ('error' in ramp)
+      throw new StewardError(`--samples-ramp: ${ramp.error} ("${opts.samplesRamp}")`);
     flags.samples_ramp = ramp.value;
   }
-  return Object.fromEntries(Object.entries(flags).filter(([, v]) => v !== undefined)) as ConcurrencySettings;
+  return Object.fromEntries(
+    Object.entries(flags).filter(([, v]) => v !== undefined),
+  ) as ConcurrencySettings;
 }
 
 function checkModels(definition: EvalSetDefinition): void {
-  const problems = [...new Set(definition.tasks.map((t) => checkModelEnvironment(t.model, process.env)))].filter(
-    (p): p is string => p !== undefined,
-  );
+  const problems = [
+    ...new Set(definition.tasks.map((t) => checkModelEnvironment(t.model, process.env))),
+  ].filter((p): p is string => p !== undefined);
   if (problems.length > 0) throw new StewardError(problems.join('\n'), ExitCode.usage);
 }
 
-async function countCompleted(definition: EvalSetDefinition, logDir: string): Promise<{ done: number; total: number }> {
+async function countCompleted(
+  definition: EvalSetDefinition,
+  logDir: string,
+): Promise<{ done: number; total: number }> {
   const store = openLogStore(logDir);
   let done = 0;
   let total = 0;
@@ -212,9 +231,13 @@ async function countCompleted(definition: EvalSetDefinition, logDir: string): Pr
 /** Runs the fleet for this eval set in a background process that outlives this command. */
 function detachWorkers(name: string): void {
   const log = openSync(path.join(stewardHome(process.env), `workers-${name}.log`), 'a');
-  const child = spawn(process.execPath, [path.join(PACKAGE_ROOT, 'bin', 'steward.js'), 'workers', name, '--until-done'], {
-    detached: true,
-    stdio: ['ignore', log, log],
-  });
+  const child = spawn(
+    process.execPath,
+    [path.join(PACKAGE_ROOT, 'bin', 'steward.js'), 'workers', name, '--until-done'],
+    {
+      detached: true,
+      stdio: ['ignore', log, log],
+    },
+  );
   child.unref();
 }

@@ -6,14 +6,21 @@ import { connectClient, resolveTemporal } from '../../temporal/connection';
 import { evalSetWorkflowId } from '../../workflows/types';
 import { resultJson, resultTable } from '../table';
 
-export async function statusCommand(name: string | undefined, opts: { json?: boolean }): Promise<number> {
-  const client = await connectClient(await resolveTemporal(process.env, { onProgress: (m) => console.error(m) }));
+export async function statusCommand(
+  name: string | undefined,
+  opts: { json?: boolean },
+): Promise<number> {
+  const client = await connectClient(
+    await resolveTemporal(process.env, { onProgress: (m) => console.error(m) }),
+  );
   const ids = name ? [evalSetWorkflowId(name)] : await runningEvalSets(client);
   if (ids.length === 0) {
     console.error('no eval set is running');
     return ExitCode.ok;
   }
-  const statuses = await Promise.all(ids.map(async (id) => ({ id, status: await readStatus(client, id) })));
+  const statuses = await Promise.all(
+    ids.map(async (id) => ({ id, status: await readStatus(client, id) })),
+  );
   if (opts.json) {
     const out = statuses.map(({ id, status }) => statusJson(id, status));
     process.stdout.write(`${JSON.stringify(name ? out[0] : out, null, 2)}\n`);
@@ -21,7 +28,10 @@ export async function statusCommand(name: string | undefined, opts: { json?: boo
     for (const { id, status } of statuses) process.stdout.write(`${statusText(id, status)}\n`);
   }
   if (name && statuses[0].status.kind === 'missing') {
-    throw new StewardError(`no eval set named "${name}" (workflow ${ids[0]} not found)`, ExitCode.usage);
+    throw new StewardError(
+      `no eval set named "${name}" (workflow ${ids[0]} not found)`,
+      ExitCode.usage,
+    );
   }
   return ExitCode.ok;
 }
@@ -62,7 +72,9 @@ function statusText(id: string, s: LiveStatus): string {
 
 async function runningEvalSets(client: Client): Promise<string[]> {
   const ids: string[] = [];
-  for await (const wf of client.workflow.list({ query: "WorkflowType = 'evalSet' AND ExecutionStatus = 'Running'" })) {
+  for await (const wf of client.workflow.list({
+    query: "WorkflowType = 'evalSet' AND ExecutionStatus = 'Running'",
+  })) {
     ids.push(wf.workflowId);
   }
   return ids;

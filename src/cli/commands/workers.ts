@@ -6,7 +6,10 @@ import { stewardHome } from '../../util/home';
 import { runSupervisor } from '../../workers/supervisor';
 import { evalSetWorkflowId } from '../../workflows/types';
 
-export async function workersCommand(name: string | undefined, opts: { untilDone?: boolean } = {}): Promise<number> {
+export async function workersCommand(
+  name: string | undefined,
+  opts: { untilDone?: boolean } = {},
+): Promise<number> {
   const temporal = await resolveTemporal(process.env, { onProgress: (m) => console.error(m) });
   const client = await connectClient(temporal);
   const stop = new AbortController();
@@ -14,7 +17,9 @@ export async function workersCommand(name: string | undefined, opts: { untilDone
   process.once('SIGTERM', () => stop.abort());
   const evalSetIds = name ? [evalSetWorkflowId(name)] : undefined;
   if (opts.untilDone && evalSetIds) void stopWhenDone(client, evalSetIds[0], stop);
-  console.error(`steward workers: serving ${name ? `eval set ${name}` : 'every running eval set'} (Ctrl-C to stop)`);
+  console.error(
+    `steward workers: serving ${name ? `eval set ${name}` : 'every running eval set'} (Ctrl-C to stop)`,
+  );
   await runSupervisor({
     client,
     temporal,
@@ -31,7 +36,11 @@ export async function workersCommand(name: string | undefined, opts: { untilDone
   return ExitCode.ok;
 }
 
-async function stopWhenDone(client: Awaited<ReturnType<typeof connectClient>>, id: string, stop: AbortController): Promise<void> {
+async function stopWhenDone(
+  client: Awaited<ReturnType<typeof connectClient>>,
+  id: string,
+  stop: AbortController,
+): Promise<void> {
   await client.workflow
     .getHandle(id)
     .result()
