@@ -72,13 +72,11 @@ export function createControlActivities(deps: ActivityDeps) {
     },
 
     async writeEvalSetSummary(result: EvalSetResult): Promise<void> {
-      await deps
-        .logStore(result.log_dir)
-        .writeEvalSetSummary({
-          ...result,
-          version: 1,
-          completed_at: new Date(deps.now()).toISOString(),
-        });
+      await deps.logStore(result.log_dir).writeEvalSetSummary({
+        ...result,
+        version: 1,
+        completed_at: new Date(deps.now()).toISOString(),
+      });
     },
   };
 }
