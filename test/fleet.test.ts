@@ -16,11 +16,13 @@ describe('an eval set of 3 tasks × 200 samples at max_samples 20', () => {
   let stdout: string;
   let stderr: string;
   let code: number | null;
+  let file: string;
+  let name: string;
 
   beforeAll(async () => {
     const dir = await tempDir();
-    const name = uniqueName('fleet');
-    const file = await writeEvalSet(
+    name = uniqueName('fleet');
+    file = await writeEvalSet(
       dir,
       name,
       // Long enough that every task fills its 20 slots on this 2-core machine.
@@ -90,5 +92,26 @@ describe('an eval set of 3 tasks × 200 samples at max_samples 20', () => {
         errored: 0,
       });
     }
+  });
+
+  test('`steward status --json` reads the finished eval set', async () => {
+    const status = await runCli(['status', name, '--json']);
+    expect(status.code).toBe(0);
+    expect(JSON.parse(status.stdout)).toMatchObject({
+      workflow_id: `steward-${name}`,
+      state: 'done',
+      status: 'success',
+      tasks: TASKS.map((t) => ({ name: t, samples: SAMPLES, completed: SAMPLES, errored: 0 })),
+    });
+  });
+
+  test('launching it again re-runs nothing and says so', async () => {
+    const again = await runCli(['launch', file, '--json', '--log-dir', logDir]);
+    expect(again.code).toBe(0);
+    expect(again.stderr).toContain(
+      `nothing to do: all ${3 * SAMPLES} samples of eval set ${name} are already completed`,
+    );
+    expect(JSON.parse(again.stdout).status).toBe('success');
+    for (const task of TASKS) expect(await readSampleRecords(logDir, task)).toHaveLength(SAMPLES);
   });
 });

@@ -27,7 +27,8 @@ export type FleetEvent =
 export interface FleetOptions {
   /** The worker entry script (dist/workers/task-worker.js). */
   script: string;
-  temporal: { address: string; namespace: string };
+  /** Where the workers connect; an API key reaches them only through their environment. */
+  temporal: { address: string; namespace: string; tls: boolean };
   bundlePath: string;
   /** Where each worker's output goes, one file per slot. */
   logDir: string;

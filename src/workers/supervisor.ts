@@ -4,6 +4,7 @@
  */
 import * as path from 'node:path';
 import type { Client } from '@temporalio/client';
+import type { TemporalTarget } from '../temporal/connection';
 import { NativeConnection, Worker } from '@temporalio/worker';
 import { createActivities } from '../activities';
 import { STEWARD_TASK_QUEUE, statusQuery, type EvalSetStatus } from '../workflows/types';
@@ -13,7 +14,7 @@ import { installRuntime, processDeps } from './runtime';
 
 export interface SupervisorOptions {
   client: Client;
-  temporal: { address: string; namespace: string };
+  temporal: TemporalTarget;
   /** Workflow ids of the eval sets to serve; unset: every running `evalSet`. */
   evalSetIds?: string[];
   /** Directory for worker logs. */
@@ -29,7 +30,8 @@ const WORKER_SCRIPT = path.join(PACKAGE_ROOT, 'dist', 'workers', 'task-worker.js
 export async function runSupervisor(options: SupervisorOptions): Promise<void> {
   installRuntime();
   const bundlePath = await workflowBundlePath();
-  const connection = await NativeConnection.connect({ address: options.temporal.address });
+  const { address, tls, apiKey } = options.temporal;
+  const connection = await NativeConnection.connect({ address, tls, apiKey });
   const control = await Worker.create({
     connection,
     namespace: options.temporal.namespace,
@@ -39,7 +41,7 @@ export async function runSupervisor(options: SupervisorOptions): Promise<void> {
   });
   const fleet = new Fleet({
     script: WORKER_SCRIPT,
-    temporal: options.temporal,
+    temporal: { address, namespace: options.temporal.namespace, tls: tls ?? false },
     bundlePath,
     logDir: path.join(options.stewardDir, 'workers'),
     onEvent: options.onFleetEvent,

@@ -11,6 +11,7 @@ import { installRuntime, processDeps } from './runtime';
 export interface WorkerProcessConfig {
   address: string;
   namespace: string;
+  tls: boolean;
   taskQueues: string[];
   bundlePath: string;
 }
@@ -22,10 +23,13 @@ const MAX_CONCURRENT_ACTIVITIES = 4_000;
 
 export async function runTaskWorker(config: WorkerProcessConfig): Promise<void> {
   installRuntime({ shutdownSignals: ['SIGINT', 'SIGTERM'] });
-  const connection = await NativeConnection.connect({ address: config.address });
+  // The API key (Temporal Cloud) comes from this process's environment, never from the config.
+  const apiKey = process.env.TEMPORAL_API_KEY || undefined;
+  const target = { address: config.address, tls: config.tls || apiKey !== undefined, apiKey };
+  const connection = await NativeConnection.connect(target);
   // Admission starts sample workflows through a client of its own.
   const client = new Client({
-    connection: await Connection.connect({ address: config.address }),
+    connection: await Connection.connect(target),
     namespace: config.namespace,
   });
   const activities = createActivities(processDeps({ client }));

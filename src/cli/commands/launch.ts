@@ -13,7 +13,7 @@ import type { ConcurrencySettings, EvalSetDefinition } from '../../definition/ty
 import { ConfigError, ErrorType, ExitCode, StewardError } from '../../errors';
 import { openLogStore, sampleKey } from '../../logs/store';
 import { checkModelEnvironment } from '../../models';
-import { connectClient, resolveTemporal } from '../../temporal/connection';
+import { connectClient, resolveTemporal, type TemporalTarget } from '../../temporal/connection';
 import { stewardHome } from '../../util/home';
 import { PACKAGE_ROOT } from '../../workers/bundle';
 import { runSupervisor } from '../../workers/supervisor';
@@ -103,7 +103,7 @@ export async function launchCommand(file: string, opts: LaunchOptions): Promise<
 async function watch(
   client: Client,
   handle: WorkflowHandle<typeof evalSet>,
-  temporal: { address: string; namespace: string },
+  temporal: TemporalTarget,
   opts: LaunchOptions,
 ): Promise<number> {
   const stop = new AbortController();

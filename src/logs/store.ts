@@ -1,0 +1,211 @@
+/**
+ * Results on disk, behind one writer interface. The format (documented in docs/log-format.md):
+ *
+ *   <log_dir>/evalset.json                      the eval set's summary
+ *   <log_dir>/<task>/summary.json               the task's summary and metrics
+ *   <log_dir>/<task>/samples/<id>.e<epoch>.json  one completed sample, written exactly once
+ *   <log_dir>/<task>/errors/<id>.e<epoch>.json   the latest failure of a sample not yet completed
+ *
+ * A completed sample is published with link(2), which refuses to replace an existing file, so a
+ * sample retried after a crash can never be recorded twice, and readers never see half a file.
+ */
+import { promises as fs } from 'node:fs';
+import * as path from 'node:path';
+import { randomUUID } from 'node:crypto';
+import type { ChatMessage, Score, TokenUsage } from '../definition/types';
+import { ErrorType, ExitCode, StewardError } from '../errors';
+import type { EvalSetResult, TaskResult } from '../workflows/types';
+
+export const LOG_FORMAT_VERSION = 1;
+
+export interface SampleRecord {
+  version: number;
+  eval_set: string;
+  task: string;
+  sample_id: string | number;
+  epoch: number;
+  input: string | ChatMessage[];
+  target: string | string[];
+  messages: ChatMessage[];
+  output: string;
+  score: Score;
+  scorer: string;
+  usage: TokenUsage;
+  model: string;
+  started_at: string;
+  completed_at: string;
+  /** Which process ran it: lets tests and operators see the process layout. */
+  worker: { pid: number; host: string };
+  /** Temporal activity attempt (1 unless a crash made Temporal run it again). */
+  attempt: number;
+}
+
+export interface SampleErrorRecord {
+  version: number;
+  eval_set: string;
+  task: string;
+  sample_id: string | number;
+  epoch: number;
+  error: string;
+  error_type?: string;
+  failed_at: string;
+  worker: { pid: number; host: string };
+  attempt: number;
+}
+
+export interface TaskSummary extends TaskResult {
+  version: number;
+  eval_set: string;
+  scorer: string;
+  model: string;
+  completed_at: string;
+}
+
+export interface EvalSetSummary extends EvalSetResult {
+  version: number;
+  completed_at: string;
+}
+
+/** Where and how results are kept; the JSON-directory store below is the one implementation. */
+export interface LogStore {
+  readonly dir: string;
+  /** Publishes a completed sample; `exists` if it was already recorded (and leaves it alone). */
+  writeSample(record: SampleRecord): Promise<'written' | 'exists'>;
+  readSample(task: string, sampleId: string | number, epoch: number): Promise<SampleRecord | undefined>;
+  writeSampleError(record: SampleErrorRecord): Promise<void>;
+  /** Keys (see {@link sampleKey}) of the completed samples of a task. */
+  completedKeys(task: string): Promise<Set<string>>;
+  readSamples(task: string): Promise<SampleRecord[]>;
+  writeTaskSummary(summary: TaskSummary): Promise<void>;
+  writeEvalSetSummary(summary: EvalSetSummary): Promise<void>;
+  readEvalSetSummary(): Promise<EvalSetSummary | undefined>;
+}
+
+/** The file-name key of a sample and epoch: the id, made safe for every file system. */
+export function sampleKey(sampleId: string | number, epoch: number): string {
+  const safe = String(sampleId).replace(/[^A-Za-z0-9_.-]/g, (c) => `%${c.charCodeAt(0).toString(16).padStart(2, '0')}`);
+  return `${safe}.e${epoch}`;
+}
+
+export function openLogStore(dir: string): LogStore {
+  return new JsonDirLogStore(dir);
+}
+
+class JsonDirLogStore implements LogStore {
+  constructor(readonly dir: string) {}
+
+  async writeSample(record: SampleRecord): Promise<'written' | 'exists'> {
+    const target = this.samplePath(record.task, 'samples', sampleKey(record.sample_id, record.epoch));
+    const tmp = await this.writeTemp(target, record);
+    try {
+      await fs.link(tmp, target);
+      return 'written';
+    } catch (err) {
+      if (errno(err) === 'EEXIST') return 'exists';
+      throw logWriteError(target, err);
+    } finally {
+      await fs.rm(tmp, { force: true });
+      await fs.rm(this.samplePath(record.task, 'errors', sampleKey(record.sample_id, record.epoch)), { force: true });
+    }
+  }
+
+  async readSample(task: string, sampleId: string | number, epoch: number): Promise<SampleRecord | undefined> {
+    return readJson<SampleRecord>(this.samplePath(task, 'samples', sampleKey(sampleId, epoch)));
+  }
+
+  async writeSampleError(record: SampleErrorRecord): Promise<void> {
+    const target = this.samplePath(record.task, 'errors', sampleKey(record.sample_id, record.epoch));
+    await this.replace(target, record);
+  }
+
+  async completedKeys(task: string): Promise<Set<string>> {
+    const names = await listDir(path.join(this.dir, task, 'samples'));
+    return new Set(names.filter((n) => n.endsWith('.json')).map((n) => n.slice(0, -'.json'.length)));
+  }
+
+  async readSamples(task: string): Promise<SampleRecord[]> {
+    const dir = path.join(this.dir, task, 'samples');
+    const names = (await listDir(dir)).filter((n) => n.endsWith('.json'));
+    const records = await Promise.all(names.map((n) => readJson<SampleRecord>(path.join(dir, n))));
+    return records.filter((r): r is SampleRecord => r !== undefined);
+  }
+
+  async writeTaskSummary(summary: TaskSummary): Promise<void> {
+    await this.replace(path.join(this.dir, summary.name, 'summary.json'), summary);
+  }
+
+  async writeEvalSetSummary(summary: EvalSetSummary): Promise<void> {
+    await this.replace(path.join(this.dir, 'evalset.json'), summary);
+  }
+
+  async readEvalSetSummary(): Promise<EvalSetSummary | undefined> {
+    return readJson<EvalSetSummary>(path.join(this.dir, 'evalset.json'));
+  }
+
+  private samplePath(task: string, kind: 'samples' | 'errors', key: string): string {
+    return path.join(this.dir, task, kind, `${key}.json`);
+  }
+
+  /** Writes a whole file next to `target` and returns its name; the caller publishes it. */
+  private async writeTemp(target: string, value: unknown): Promise<string> {
+    const tmp = `${target}.${randomUUID()}.tmp`;
+    try {
+      await fs.mkdir(path.dirname(target), { recursive: true });
+      await fs.writeFile(tmp, `${JSON.stringify(value, null, 2)}\n`);
+      return tmp;
+    } catch (err) {
+      await fs.rm(tmp, { force: true }).catch(() => undefined);
+      throw logWriteError(target, err);
+    }
+  }
+
+  /** Atomically replaces `target` (summaries and error records may be rewritten). */
+  private async replace(target: string, value: unknown): Promise<void> {
+    const tmp = await this.writeTemp(target, value);
+    try {
+      await fs.rename(tmp, target);
+    } catch (err) {
+      await fs.rm(tmp, { force: true });
+      throw logWriteError(target, err);
+    }
+  }
+}
+
+function logWriteError(file: string, err: unknown): StewardError {
+  const code = errno(err);
+  const reason =
+    code === 'ENOSPC'
+      ? 'the disk is full'
+      : code === 'EACCES' || code === 'EPERM'
+        ? 'permission denied'
+        : code === 'EROFS'
+          ? 'the file system is read-only'
+          : err instanceof Error
+            ? err.message
+            : String(err);
+  const error = new StewardError(`cannot write results to ${file}: ${reason}`, ExitCode.environment);
+  (error as StewardError & { type: string }).type = ErrorType.logWrite;
+  return error;
+}
+
+function errno(err: unknown): string | undefined {
+  return (err as NodeJS.ErrnoException | undefined)?.code;
+}
+
+async function listDir(dir: string): Promise<string[]> {
+  try {
+    return await fs.readdir(dir);
+  } catch (err) {
+    if (errno(err) === 'ENOENT') return [];
+    throw err;
+  }
+}
+
+async function readJson<T>(file: string): Promise<T | undefined> {
+  try {
+    return JSON.parse(await fs.readFile(file, 'utf8')) as T;
+  } catch (err) {
+    if (errno(err) === 'ENOENT') return undefined;
+    throw err;
+  }
+}
