@@ -14,6 +14,7 @@ import {
   type EvalSetInput,
   type EvalSetPlan,
   type EvalSetResult,
+  type RampHistoryEntry,
   type TaskStatus,
 } from '../workflows/types';
 import { withTimeout } from '../util/timeout';
@@ -69,6 +70,11 @@ export function createControlActivities(deps: ActivityDeps) {
         ),
       );
       return answers.flatMap((a) => (a.status === 'fulfilled' ? [a.value] : []));
+    },
+
+    /** Appends ramp history entries to `<log_dir>/ramp-history.jsonl`, one JSON object a line. */
+    async appendRampHistory(args: { logDir: string; entries: RampHistoryEntry[] }): Promise<void> {
+      await deps.logStore(args.logDir).appendRampHistory(args.entries);
     },
 
     async writeEvalSetSummary(result: EvalSetResult): Promise<void> {

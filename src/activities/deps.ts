@@ -1,9 +1,10 @@
 /**
  * What activities need from the world, injected so tests and processes choose their own: the
- * definition loader, the model factory, the log store, a Temporal client and a clock.
+ * definition loader, the model factory, the log store, a Temporal client, Docker and a clock.
  */
 import * as os from 'node:os';
 import type { Client } from '@temporalio/client';
+import type Dockerode from 'dockerode';
 import type { EvalSetDefinition, Model, TaskDefinition } from '../definition/types';
 import type { LogStore } from '../logs/store';
 
@@ -15,6 +16,8 @@ export interface ActivityDeps {
   logStore(dir: string): LogStore;
   /** Needed only by the control activities that observe running tasks. */
   client?: Client;
+  /** The Docker daemon sandboxed samples run on; needed only by tasks with a `sandbox`. */
+  docker?: Dockerode;
   env: NodeJS.ProcessEnv;
   now(): number;
   worker: { pid: number; host: string };

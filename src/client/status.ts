@@ -48,7 +48,11 @@ export async function readStatus(client: Client, workflowId: string): Promise<Li
           QUERY_TIMEOUT_MS,
           NO_ANSWER,
         ).catch(() => undefined);
-        if (live) Object.assign(task, live, { state: 'running' });
+        // Counters from the task itself; the ramp's fields stay the eval set's.
+        if (live) {
+          const { completed, errored, in_flight, waiting, saturations, runs, network_errors, resumed } = live;
+          Object.assign(task, { completed, errored, in_flight, waiting, saturations, runs, network_errors, resumed });
+        }
       }),
   );
   return { kind: 'running', status };

@@ -14,7 +14,7 @@ import * as path from 'node:path';
 import { randomUUID } from 'node:crypto';
 import type { ChatMessage, Score, TokenUsage } from '../definition/types';
 import { ErrorType, ExitCode, StewardError } from '../errors';
-import type { EvalSetResult, TaskResult } from '../workflows/types';
+import type { EvalSetResult, RampHistoryEntry, TaskResult } from '../workflows/types';
 
 export const LOG_FORMAT_VERSION = 1;
 
@@ -79,6 +79,8 @@ export interface LogStore {
   writeTaskSummary(summary: TaskSummary): Promise<void>;
   writeEvalSetSummary(summary: EvalSetSummary): Promise<void>;
   readEvalSetSummary(): Promise<EvalSetSummary | undefined>;
+  /** Appends to the ramp history (a local activity retried after a crash may append twice). */
+  appendRampHistory(entries: RampHistoryEntry[]): Promise<void>;
 }
 
 /** The file-name key of a sample and epoch: the id, made safe for every file system. */
@@ -140,6 +142,16 @@ class JsonDirLogStore implements LogStore {
 
   async readEvalSetSummary(): Promise<EvalSetSummary | undefined> {
     return readJson<EvalSetSummary>(path.join(this.dir, 'evalset.json'));
+  }
+
+  async appendRampHistory(entries: RampHistoryEntry[]): Promise<void> {
+    const file = path.join(this.dir, 'ramp-history.jsonl');
+    try {
+      await fs.mkdir(this.dir, { recursive: true });
+      await fs.appendFile(file, entries.map((e) => `${JSON.stringify(e)}\n`).join(''));
+    } catch (err) {
+      throw logWriteError(file, err);
+    }
   }
 
   private samplePath(task: string, kind: 'samples' | 'errors', key: string): string {

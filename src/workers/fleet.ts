@@ -11,6 +11,8 @@ export interface WorkerSlot {
   /** Stable name, used for the log file. */
   id: string;
   taskQueues: string[];
+  /** Whom the process reports its provider accounts to, each window (unset: nobody). */
+  reporting?: WorkerProcessConfig['reporting'];
 }
 
 export type FleetEvent =
@@ -43,16 +45,13 @@ const RESTART_MAX_MS = 30_000;
 const HEALTHY_AFTER_MS = 60_000;
 
 /**
- * Packs task queues into at most `maxWorkers` processes, keeping the order of the tasks (task i
- * goes to slot i mod maxWorkers). Unset: one process per task.
+ * Packs tasks into at most `maxWorkers` processes, keeping their order (task i goes to slot
+ * i mod maxWorkers). Unset: one process per task.
  */
-export function assignSlots(taskQueues: string[], maxWorkers: number | null): WorkerSlot[] {
-  const count = Math.min(taskQueues.length, maxWorkers ?? taskQueues.length);
-  const slots: WorkerSlot[] = Array.from({ length: count }, (_, i) => ({
-    id: `worker-${i + 1}`,
-    taskQueues: [],
-  }));
-  taskQueues.forEach((queue, i) => slots[i % count].taskQueues.push(queue));
+export function assignSlots<T>(items: T[], maxWorkers: number | null): { id: string; items: T[] }[] {
+  const count = Math.min(items.length, maxWorkers ?? items.length);
+  const slots = Array.from({ length: count }, (_, i) => ({ id: `worker-${i + 1}`, items: [] as T[] }));
+  items.forEach((item, i) => slots[i % count].items.push(item));
   return slots;
 }
 
@@ -109,6 +108,7 @@ export class Fleet {
       ...this.options.temporal,
       taskQueues: entry.slot.taskQueues,
       bundlePath: this.options.bundlePath,
+      reporting: entry.slot.reporting,
     };
     const log = createWriteStream(path.join(this.options.logDir, `${entry.slot.id}.log`), {
       flags: 'a',

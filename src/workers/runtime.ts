@@ -1,26 +1,30 @@
 /** The real dependencies of a worker process's activities. */
 import type { Client } from '@temporalio/client';
 import { DefaultLogger, Runtime } from '@temporalio/worker';
+import Dockerode from 'dockerode';
 import { loadDefinition } from '../definition/load';
 import type { Model } from '../definition/types';
 import { openLogStore, type LogStore } from '../logs/store';
 import { createModel } from '../models';
+import type { ProviderAccounts } from '../models/accounts';
 import { memoize, thisWorker, type ActivityDeps } from '../activities/deps';
 
 export function processDeps(
-  options: { client?: Client; env?: NodeJS.ProcessEnv } = {},
+  options: { client?: Client; env?: NodeJS.ProcessEnv; accounts?: ProviderAccounts } = {},
 ): ActivityDeps {
   const env = options.env ?? process.env;
-  // One model object per provider account in this process: it owns the account's connections.
+  // One model object per name and arguments; calls go through their account's controller.
   const models = new Map<string, Model>();
   const stores = new Map<string, LogStore>();
+  let docker: Dockerode | undefined;
   return {
     loadDefinition: memoize(loadDefinition),
     model(name, args) {
       const key = `${name}\u0000${JSON.stringify(args)}`;
       let model = models.get(key);
       if (!model) {
-        model = createModel(name, args, env);
+        const raw = createModel(name, args, env);
+        model = options.accounts ? options.accounts.govern(name, raw) : raw;
         models.set(key, model);
       }
       return model;
@@ -34,6 +38,11 @@ export function processDeps(
       return store;
     },
     client: options.client,
+    // Created on first use: a worker whose tasks have no sandbox never touches Docker.
+    get docker() {
+      docker ??= new Dockerode();
+      return docker;
+    },
     env,
     now: Date.now,
     worker: thisWorker(),

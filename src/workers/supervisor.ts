@@ -57,7 +57,7 @@ export async function runSupervisor(options: SupervisorOptions): Promise<void> {
           .catch(() => undefined),
       ),
     );
-    fleet.reconcile(statuses.flatMap((s) => (s ? wantedSlots(s) : [])));
+    fleet.reconcile(statuses.flatMap((s, i) => (s ? wantedSlots(ids[i], s) : [])));
   };
 
   const loop = (async () => {
@@ -82,17 +82,21 @@ export async function runSupervisor(options: SupervisorOptions): Promise<void> {
 }
 
 /** The worker slots an eval set wants now: those serving at least one running task. */
-export function wantedSlots(status: EvalSetStatus): WorkerSlot[] {
-  const slots = assignSlots(
-    status.tasks.map((t) => t.taskQueue),
-    status.settings?.maxWorkers ?? null,
-  );
-  const running = new Set(
-    status.tasks.filter((t) => t.state === 'running').map((t) => t.taskQueue),
-  );
-  return slots
-    .filter((slot) => slot.taskQueues.some((q) => running.has(q)))
-    .map((slot) => ({ ...slot, id: `${status.eval_set}-${slot.id}` }));
+export function wantedSlots(evalSetId: string, status: EvalSetStatus): WorkerSlot[] {
+  const settings = status.settings;
+  if (!settings) return [];
+  return assignSlots(status.tasks, settings.maxWorkers)
+    .filter((slot) => slot.items.some((t) => t.state === 'running'))
+    .map((slot) => ({
+      id: `${status.eval_set}-${slot.id}`,
+      taskQueues: slot.items.map((t) => t.taskQueue),
+      reporting: {
+        evalSetId,
+        tasks: slot.items.map((t) => t.name),
+        connections: settings.connections,
+        intervalMs: settings.tendIntervalMs,
+      },
+    }));
 }
 
 async function runningEvalSets(client: Client): Promise<string[]> {

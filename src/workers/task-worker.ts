@@ -5,7 +5,11 @@
 import { Client, Connection } from '@temporalio/client';
 import { NativeConnection, Worker } from '@temporalio/worker';
 import { createActivities } from '../activities';
+import type { ConnectionsSetting } from '../config/settings';
+import { SETTINGS_DEFAULTS } from '../config/settings';
+import { ProviderAccounts } from '../models/accounts';
 import { installRuntime, processDeps } from './runtime';
+import { reportAccounts } from './report';
 
 /** What the supervisor hands a worker process (in `STEWARD_WORKER_CONFIG`); never a secret. */
 export interface WorkerProcessConfig {
@@ -14,6 +18,14 @@ export interface WorkerProcessConfig {
   tls: boolean;
   taskQueues: string[];
   bundlePath: string;
+  reporting?: {
+    /** The `evalSet` workflow that tends these tasks. */
+    evalSetId: string;
+    tasks: string[];
+    connections: ConnectionsSetting;
+    /** One window: the tend interval. */
+    intervalMs: number;
+  };
 }
 
 export const WORKER_CONFIG_ENV = 'STEWARD_WORKER_CONFIG';
@@ -27,12 +39,13 @@ export async function runTaskWorker(config: WorkerProcessConfig): Promise<void> 
   const apiKey = process.env.TEMPORAL_API_KEY || undefined;
   const target = { address: config.address, tls: config.tls || apiKey !== undefined, apiKey };
   const connection = await NativeConnection.connect(target);
-  // Admission starts sample workflows through a client of its own.
-  const client = new Client({
-    connection: await Connection.connect(target),
-    namespace: config.namespace,
-  });
-  const activities = createActivities(processDeps({ client }));
+  // Admission starts sample workflows, and samples report, through a client of its own.
+  const client = new Client({ connection: await Connection.connect(target), namespace: config.namespace });
+  const accounts = new ProviderAccounts(
+    config.reporting?.connections ?? { type: 'adaptive', ...SETTINGS_DEFAULTS.connections },
+    process.env,
+  );
+  const activities = createActivities(processDeps({ client, accounts }));
   const workers = await Promise.all(
     config.taskQueues.map((taskQueue) =>
       Worker.create({
@@ -49,9 +62,15 @@ export async function runTaskWorker(config: WorkerProcessConfig): Promise<void> 
       }),
     ),
   );
+  const stopReporting = new AbortController();
+  const reporting = config.reporting
+    ? reportAccounts({ client, accounts, ...config.reporting, signal: stopReporting.signal })
+    : Promise.resolve();
   try {
     await Promise.all(workers.map((w) => w.run()));
   } finally {
+    stopReporting.abort();
+    await reporting;
     await client.connection.close();
     await connection.close();
   }
@@ -60,9 +79,7 @@ export async function runTaskWorker(config: WorkerProcessConfig): Promise<void> 
 if (require.main === module) {
   const raw = process.env[WORKER_CONFIG_ENV];
   if (!raw) {
-    console.error(
-      `${WORKER_CONFIG_ENV} is not set: this process is started by the steward supervisor`,
-    );
+    console.error(`${WORKER_CONFIG_ENV} is not set: this process is started by the steward supervisor`);
     process.exit(2);
   }
   runTaskWorker(JSON.parse(raw) as WorkerProcessConfig).then(

@@ -1,7 +1,7 @@
 /**
  * One eval set: plans it, runs its tasks as children (at most `max_tasks` at once), and tends
- * them on a durable timer: every `tend_interval` it observes each running task and sends it its
- * limits.
+ * them on a durable timer: every `tend_interval` it observes each running task, decides the ramp
+ * (src/core/ramp via Tender) and sends each task its new limits.
  */
 import {
   ParentClosePolicy,
@@ -16,14 +16,20 @@ import {
 } from '@temporalio/workflow';
 import type { ControlActivities } from '../activities/control';
 import { evalTask } from './eval-task';
+import { Tender } from './tend';
 import {
+  holdRampSignal,
+  resumeRampSignal,
+  setLimitsSignal,
+  setSamplesRampSignal,
   statusQuery,
   taskWorkflowId,
+  workerReportSignal,
   type EvalSetInput,
   type EvalSetPlan,
   type EvalSetResult,
+  type TaskPlan,
   type TaskResult,
-  type TaskStatus,
 } from './types';
 
 const { planEvalSet, writeEvalSetSummary } = proxyActivities<ControlActivities>({
@@ -31,62 +37,70 @@ const { planEvalSet, writeEvalSetSummary } = proxyActivities<ControlActivities>(
   retry: { maximumInterval: '30 seconds' },
 });
 
-const { observeTasks } = proxyLocalActivities<ControlActivities>({
+const { observeTasks, appendRampHistory } = proxyLocalActivities<ControlActivities>({
   startToCloseTimeout: '30 seconds',
-  retry: { maximumAttempts: 2 },
+  retry: { maximumAttempts: 3 },
 });
 
 export async function evalSet(input: EvalSetInput): Promise<EvalSetResult> {
-  const name = workflowInfo().workflowId.replace(/^steward-/, '');
-  const status = new Map<string, TaskStatus>();
+  const parentId = workflowInfo().workflowId;
   let plan: EvalSetPlan | undefined;
+  let tender: Tender | undefined;
   let observedAt: number | undefined;
+  // Signals that arrive while planning wait for the tender.
+  const early: ((t: Tender) => void)[] = [];
+  const withTender = (act: (t: Tender) => void): void => (tender ? act(tender) : void early.push(act));
 
-  setHandler(statusQuery, () => ({
-    eval_set: plan?.name ?? name,
-    state: !plan
-      ? 'planning'
-      : [...status.values()].every((t) => t.state === 'done')
-        ? 'done'
-        : 'running',
-    definition: plan?.definition,
-    log_dir: plan?.logDir,
-    settings: plan?.settings,
-    tasks: [...status.values()],
-    observed_at: observedAt,
-  }));
+  setHandler(statusQuery, () => {
+    const tasks = tender ? [...tender.tasks.values()].map((t) => t.status) : [];
+    return {
+      eval_set: plan?.name ?? parentId.replace(/^steward-/, ''),
+      state: !plan ? 'planning' : tasks.every((t) => t.state === 'done') ? 'done' : 'running',
+      definition: plan?.definition,
+      log_dir: plan?.logDir,
+      settings: plan?.settings,
+      tasks,
+      observed_at: observedAt,
+      ramp_history: tender?.history ?? [],
+      holds: {
+        global: tender?.holds.global ? { ...tender.holds.global } : null,
+        tasks: Object.fromEntries(Object.entries(tender?.holds.tasks ?? {}).map(([k, h]) => [k, { ...h, task: k }])),
+      },
+    };
+  });
+  setHandler(holdRampSignal, (args) => withTender((t) => t.hold(args, Date.now())));
+  setHandler(resumeRampSignal, (args) => withTender((t) => t.resume(args, Date.now())));
+  setHandler(setSamplesRampSignal, (args) => withTender((t) => t.setRange(args, Date.now())));
+  setHandler(workerReportSignal, (report) => withTender((t) => t.report(report)));
 
   plan = await planEvalSet(input);
   const settings = plan.settings;
-  const initialSetpoint =
-    settings.samples.type === 'ramp' ? settings.samples.start : settings.samples.value;
-  for (const task of plan.tasks) {
-    status.set(task.name, {
-      name: task.name,
-      state: 'waiting',
-      taskQueue: task.taskQueue,
-      samples: task.samples,
-      completed: 0,
-      errored: 0,
-      in_flight: 0,
-      waiting: task.samples,
-      setpoint: initialSetpoint,
-      resumed: 0,
-      saturations: 0,
-      runs: 0,
-    });
-  }
+  tender = new Tender(settings);
+  for (const task of plan.tasks) tender.add(task, initialStatus(task));
+  for (const act of early.splice(0)) act(tender);
+  const tended = tender;
 
-  const parentId = workflowInfo().workflowId;
   const results = new Map<string, TaskResult>();
   const running = new Map<string, ChildWorkflowHandle<typeof evalTask>>();
   const queue = [...plan.tasks];
-  const maxTasks = settings.maxTasks ?? plan.tasks.length;
   const finished = (): boolean => results.size === plan!.tasks.length;
 
-  const runTask = async (task: (typeof queue)[number]): Promise<void> => {
-    const entry = status.get(task.name)!;
-    entry.state = 'running';
+  const sendLimits = async (names: string[]): Promise<void> => {
+    await Promise.all(
+      names.map((name) => {
+        const task = tended.tasks.get(name)!;
+        return running.get(name)?.signal(setLimitsSignal, {
+          setpoint: task.ramp.setpoint,
+          connectionLimit: task.ramp.connectionCeiling,
+        });
+      }),
+    );
+  };
+
+  const runTask = async (task: TaskPlan): Promise<void> => {
+    const entry = tended.tasks.get(task.name)!;
+    entry.status.state = 'running';
+    const cut = tended.start(task.name, Date.now());
     const handle = await startChild(evalTask, {
       workflowId: taskWorkflowId(parentId, task.name),
       taskQueue: task.taskQueue,
@@ -99,21 +113,23 @@ export async function evalSet(input: EvalSetInput): Promise<EvalSetResult> {
           definition: plan!.definition,
           logDir: plan!.logDir,
           parentId,
-          setpoint: entry.setpoint,
+          setpoint: entry.ramp.setpoint,
         },
       ],
     });
     running.set(task.name, handle);
+    await sendLimits([task.name, ...cut]);
     const result = await handle.result();
     running.delete(task.name);
     results.set(task.name, result);
-    Object.assign(entry, {
+    Object.assign(entry.status, {
       state: 'done',
       completed: result.completed,
       errored: result.errored,
       in_flight: 0,
       waiting: 0,
       resumed: result.resumed,
+      ramp_state: 'finished',
     });
   };
 
@@ -122,26 +138,31 @@ export async function evalSet(input: EvalSetInput): Promise<EvalSetResult> {
     const next = async (): Promise<void> => {
       for (let task = queue.shift(); task; task = queue.shift()) await runTask(task);
     };
-    const width = Math.min(maxTasks, queue.length);
+    const width = Math.min(settings.maxTasks ?? queue.length, queue.length);
     for (let i = 0; i < width; i++) slots.push(next());
     await Promise.all(slots);
   })();
 
-  // The tend loop: a durable timer. Observation keeps `status` honest between task completions.
+  // The tend loop: a durable timer.
   while (!finished()) {
     await Promise.race([sleep(settings.tendIntervalMs), scheduler]);
     if (finished()) break;
-    const observed = await observeTasks({
-      workflowIds: [...running.keys()].map((t) => taskWorkflowId(parentId, t)),
-    });
+    const observed = await observeTasks({ workflowIds: [...running.keys()].map((t) => taskWorkflowId(parentId, t)) });
     observedAt = Date.now();
-    for (const task of observed) {
-      const entry = status.get(task.name);
-      if (entry && entry.state === 'running') Object.assign(entry, task, { state: 'running' });
+    for (const live of observed) {
+      const entry = tended.tasks.get(live.name);
+      if (entry?.status.state !== 'running') continue;
+      const { completed, errored, in_flight, waiting, saturations, runs, network_errors, resumed } = live;
+      Object.assign(entry.status, { completed, errored, in_flight, waiting, saturations, runs, network_errors, resumed });
     }
+    await sendLimits(tended.tend(Date.now()));
+    const entries = tended.takeUnsaved();
+    if (entries.length > 0) await appendRampHistory({ logDir: plan.logDir, entries });
   }
   await scheduler;
   await condition(finished);
+  const last = tended.takeUnsaved();
+  if (last.length > 0) await appendRampHistory({ logDir: plan.logDir, entries: last });
 
   const tasks = plan.tasks.map((t) => results.get(t.name)!);
   const result: EvalSetResult = {
@@ -152,4 +173,25 @@ export async function evalSet(input: EvalSetInput): Promise<EvalSetResult> {
   };
   await writeEvalSetSummary(result);
   return result;
+}
+
+function initialStatus(task: TaskPlan) {
+  return {
+    name: task.name,
+    state: 'waiting' as const,
+    taskQueue: task.taskQueue,
+    samples: task.samples,
+    completed: 0,
+    errored: 0,
+    in_flight: 0,
+    waiting: task.samples,
+    setpoint: 0,
+    resumed: 0,
+    saturations: 0,
+    runs: 0,
+    network_errors: 0,
+    connection_limit: null,
+    rate_limit_episodes: 0,
+    ramp_state: 'steady' as const,
+  };
 }

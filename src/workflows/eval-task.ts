@@ -13,6 +13,7 @@ import {
   workflowInfo,
 } from '@temporalio/workflow';
 import type { TaskActivities } from '../activities/task';
+import { ErrorType } from '../errors';
 import { countRanges, takeFromRanges } from '../core/ranges';
 import {
   sampleDoneSignal,
@@ -41,6 +42,7 @@ const HISTORY_EVENTS_CEILING = 20_000;
 export async function evalTask(input: EvalTaskInput): Promise<TaskResult> {
   const { workflowId, taskQueue, firstExecutionRunId } = workflowInfo();
   let setpoint = input.setpoint;
+  let connectionLimit: number | null = null;
   let changed = false;
   const carry: EvalTaskCarry = input.carry ?? (await startCarry(input));
   const inFlight = new Set(carry.inFlight);
@@ -50,10 +52,12 @@ export async function evalTask(input: EvalTaskInput): Promise<TaskResult> {
     if (!inFlight.delete(done.index)) return;
     if (done.ok) carry.completed++;
     else carry.errored++;
+    if (done.errorType === ErrorType.networkPoolExhausted) carry.networkErrors++;
     changed = true;
   });
   setHandler(setLimitsSignal, (limits) => {
     setpoint = limits.setpoint;
+    connectionLimit = limits.connectionLimit;
     changed = true;
   });
   setHandler(taskStatusQuery, () => ({
@@ -69,6 +73,11 @@ export async function evalTask(input: EvalTaskInput): Promise<TaskResult> {
     resumed: carry.resumed,
     saturations: carry.saturations,
     runs: carry.runs,
+    network_errors: carry.networkErrors,
+    connection_limit: connectionLimit,
+    // The ramp's view belongs to the eval set, which tends this task.
+    rate_limit_episodes: 0,
+    ramp_state: 'steady',
   }));
 
   const admit = async (indices: number[]): Promise<void> => {
@@ -89,11 +98,11 @@ export async function evalTask(input: EvalTaskInput): Promise<TaskResult> {
 
   for (;;) {
     const room = setpoint - inFlight.size;
-    const waiting = countRanges(carry.pending);
-    if (waiting > 0 && room <= 0) carry.saturations++;
-    if (room > 0 && waiting > 0) {
+    if (room > 0 && countRanges(carry.pending) > 0) {
       await admit(takeFromRanges(carry.pending, room));
     }
+    // Saturated: samples wait and in-flight has reached the setpoint (the ramp's first gate).
+    if (countRanges(carry.pending) > 0 && inFlight.size >= setpoint) carry.saturations++;
     if (countRanges(carry.pending) === 0 && inFlight.size === 0) break;
     if (shouldContinueAsNew()) {
       await condition(allHandlersFinished);
@@ -140,6 +149,7 @@ async function startCarry(input: EvalTaskInput): Promise<EvalTaskCarry> {
     errored: 0,
     resumed: plan.resumed,
     saturations: 0,
+    networkErrors: 0,
     runs: 1,
   };
 }

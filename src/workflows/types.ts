@@ -68,10 +68,12 @@ export interface EvalTaskCarry {
   /** Completed before this launch (resumed, not re-run). */
   resumed: number;
   saturations: number;
+  /** Samples that failed because Docker refused a network. */
+  networkErrors: number;
   runs: number;
 }
 
-/** Input of the per-sample child workflow. */
+/** Input of the per-sample workflow. */
 export interface SampleInput {
   evalSet: string;
   task: string;
@@ -93,6 +95,9 @@ export interface SampleDone {
   errorType?: string;
 }
 
+/** What the ramp is doing with a task, for display. */
+export type RampState = 'climbing' | 'held' | 'backing_off' | 'pinned' | 'at_ceiling' | 'steady' | 'finished';
+
 export interface TaskStatus {
   name: string;
   state: 'waiting' | 'running' | 'done';
@@ -109,6 +114,59 @@ export interface TaskStatus {
   saturations: number;
   /** Runs of the task workflow so far (continue-as-new count + 1). */
   runs: number;
+  /** Samples that failed because Docker refused a network (cumulative; a capacity limit). */
+  network_errors: number;
+  /** Model-connection ceiling sent to the task's workers. */
+  connection_limit: number | null;
+  /** Rate-limit episodes the task's workers reported in the last window. */
+  rate_limit_episodes: number;
+  ramp_state: RampState;
+  /** Why: the hold's reason, the cap reached, the pushback seen. */
+  ramp_reason?: string;
+}
+
+/** One entry of the ramp history: a setpoint or ceiling change, a hold, a resume, a new range. */
+export interface RampHistoryEntry {
+  /** ISO time. */
+  time: string;
+  /** The task, or `*` for all tasks. */
+  task: string;
+  kind: 'setpoint' | 'connections' | 'hold' | 'resume' | 'range';
+  from: number | null;
+  to: number | null;
+  reason: string;
+  /** Who asked (for holds, resumes and ranges), e.g. `alice@host`. */
+  by?: string;
+}
+
+export interface HoldRampArgs {
+  reason: string;
+  /** One task; unset: every task. */
+  task?: string;
+  by?: string;
+}
+
+export interface ResumeRampArgs {
+  task?: string;
+  by?: string;
+}
+
+export interface SetSamplesRampArgs {
+  /** The new `samples_ramp`: a range, or false to turn the ramp off (tasks go to 50). */
+  range: [number, number] | false;
+  by?: string;
+}
+
+/** What a worker process saw of one provider account during a window. */
+export interface WorkerReport {
+  /** Tasks the process serves (their windows all include this report). */
+  tasks: string[];
+  pid: number;
+  /** Current adaptive limit, or the fixed one. */
+  limit: number;
+  rateLimitEpisodes: number;
+  cuts: number;
+  retries: number;
 }
 
 export interface TaskResult {
@@ -135,6 +193,9 @@ export interface EvalSetStatus {
   tasks: TaskStatus[];
   /** When the task counters were last observed (ms since epoch, workflow time). */
   observed_at?: number;
+  /** The latest entries, oldest first; the whole history is in `<log_dir>/ramp-history.jsonl`. */
+  ramp_history: RampHistoryEntry[];
+  holds: { global: HoldRampArgs | null; tasks: Record<string, HoldRampArgs> };
 }
 
 export interface EvalSetResult {
@@ -145,7 +206,11 @@ export interface EvalSetResult {
 }
 
 export const sampleDoneSignal = defineSignal<[SampleDone]>('sampleDone');
-export const setLimitsSignal = defineSignal<[{ setpoint: number }]>('setLimits');
+export const setLimitsSignal = defineSignal<[{ setpoint: number; connectionLimit: number | null }]>('setLimits');
+export const holdRampSignal = defineSignal<[HoldRampArgs]>('holdRamp');
+export const resumeRampSignal = defineSignal<[ResumeRampArgs]>('resumeRamp');
+export const setSamplesRampSignal = defineSignal<[SetSamplesRampArgs]>('setSamplesRamp');
+export const workerReportSignal = defineSignal<[WorkerReport]>('workerReport');
 export const statusQuery = defineQuery<EvalSetStatus>('status');
 export const taskStatusQuery = defineQuery<TaskStatus>('status');
 

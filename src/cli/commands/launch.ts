@@ -18,6 +18,7 @@ import { stewardHome } from '../../util/home';
 import { PACKAGE_ROOT } from '../../workers/bundle';
 import { runSupervisor } from '../../workers/supervisor';
 import { innermostCause, readStatus } from '../../client/status';
+import { watchStewardYaml } from '../../client/steward-yaml-watch';
 import {
   STEWARD_TASK_QUEUE,
   evalSetWorkflowId,
@@ -119,6 +120,10 @@ async function watch(
     stewardDir: stewardHome(process.env),
     signal: stop.signal,
   });
+  const rampFromFile = opts.samplesRamp === undefined && !process.env.STEWARD_SAMPLES_RAMP;
+  const unwatch = rampFromFile
+    ? watchStewardYaml(process.cwd(), handle, (line) => process.stderr.write(`${line}\n`))
+    : () => undefined;
   const progress = createProgress();
   const ticker = setInterval(() => {
     readStatus(client, handle.workflowId)
@@ -154,7 +159,13 @@ async function watch(
         resumed: t.resumed,
         saturations: 0,
         runs: 0,
+        network_errors: 0,
+        connection_limit: null,
+        rate_limit_episodes: 0,
+        ramp_state: 'finished',
       })),
+      ramp_history: [],
+      holds: { global: null, tasks: {} },
     });
     progress.stop();
     report(outcome, opts.json);
@@ -171,6 +182,7 @@ async function watch(
     const code = cause.type === ErrorType.logWrite ? ExitCode.environment : ExitCode.usage;
     throw new StewardError(`eval set failed: ${cause.message}`, code);
   } finally {
+    unwatch();
     clearInterval(ticker);
     stop.abort();
     await supervisor.catch(() => undefined);

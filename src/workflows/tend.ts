@@ -1,0 +1,217 @@
+/**
+ * The eval set's ramp state between tends: per task, what the ramp carries and what the window
+ * has seen so far; plus the holds, the range, and the history. Deterministic (workflow code): the
+ * decisions themselves are the pure `decideTend` of src/core/ramp.
+ */
+import {
+  decideTend,
+  initialSetpoints,
+  type Holds,
+  type RampChange,
+  type RampSettings,
+  type TaskRampState,
+  type TaskWindow,
+} from '../core/ramp';
+import type {
+  HoldRampArgs,
+  RampHistoryEntry,
+  ResolvedSettings,
+  ResumeRampArgs,
+  SetSamplesRampArgs,
+  TaskPlan,
+  TaskStatus,
+  WorkerReport,
+} from './types';
+
+/** Entries kept in workflow state (and shown by `status`); the log has them all. */
+const HISTORY_KEPT = 100;
+
+interface WorkerWindow {
+  rateLimitEpisodes: number;
+  cuts: number;
+  retries: number;
+  lowestLimit: number | null;
+}
+
+export interface TendedTask {
+  plan: TaskPlan;
+  status: TaskStatus;
+  ramp: TaskRampState;
+  /** Cumulative counters at the previous tend, to diff into a window. */
+  seen: { saturations: number; errored: number; networkErrors: number };
+  workers: WorkerWindow;
+}
+
+export class Tender {
+  readonly tasks = new Map<string, TendedTask>();
+  readonly holds: Holds = { global: null, tasks: {} };
+  readonly history: RampHistoryEntry[] = [];
+  /** History entries not yet written to the log. */
+  private unsaved: RampHistoryEntry[] = [];
+  private settings: RampSettings;
+
+  constructor(settings: ResolvedSettings) {
+    this.settings = {
+      samples: settings.samples,
+      connections: settings.connections,
+      maxSandboxes: settings.maxSandboxes,
+    };
+  }
+
+  add(plan: TaskPlan, status: TaskStatus): void {
+    this.tasks.set(plan.name, {
+      plan,
+      status,
+      ramp: { setpoint: status.setpoint, connectionCeiling: 0, connectionClamp: null, pushbackWindows: 0 },
+      seen: { saturations: 0, errored: 0, networkErrors: 0 },
+      workers: emptyWindow(),
+    });
+  }
+
+  /** First limits of a starting task; may cut running ones (returned) to fit the budget. */
+  start(name: string, now: number): string[] {
+    const running = this.running().map((t) => ({ name: t.plan.name, sandboxed: t.plan.sandboxed, setpoint: t.ramp.setpoint }));
+    const task = this.tasks.get(name)!;
+    const plan = initialSetpoints({ settings: this.settings, now, starting: [{ name, sandboxed: task.plan.sandboxed }], running });
+    task.ramp = { ...plan.tasks[0] };
+    task.status.setpoint = task.ramp.setpoint;
+    task.status.connection_limit = task.ramp.connectionCeiling;
+    task.status.ramp_state = this.settings.samples.type === 'pinned' ? 'pinned' : 'steady';
+    return this.apply(plan.changes);
+  }
+
+  /** Decides a tend from the window just ended; returns the tasks whose limits changed. */
+  tend(now: number): string[] {
+    const running = this.running();
+    const plan = decideTend({
+      settings: this.settings,
+      now,
+      holds: this.holds,
+      tasks: running.map((t) => ({
+        ...t.ramp,
+        name: t.plan.name,
+        sandboxed: t.plan.sandboxed,
+        status: 'running',
+        remainingSamples: t.status.samples - t.status.completed - t.status.errored,
+        window: this.window(t),
+      })),
+    });
+    for (const decided of plan.tasks) {
+      const task = this.tasks.get(decided.name)!;
+      const { setpoint, connectionCeiling, connectionClamp, pushbackWindows } = decided;
+      task.ramp = { setpoint, connectionCeiling, connectionClamp, pushbackWindows };
+      task.status.ramp_state = decided.ramp.state;
+      task.status.ramp_reason = decided.ramp.reason;
+      task.status.rate_limit_episodes = task.workers.rateLimitEpisodes;
+      task.seen = {
+        saturations: task.status.saturations,
+        errored: task.status.errored,
+        networkErrors: task.status.network_errors,
+      };
+      task.workers = emptyWindow();
+    }
+    return this.apply(plan.changes);
+  }
+
+  report(report: WorkerReport): void {
+    for (const name of report.tasks) {
+      const w = this.tasks.get(name)?.workers;
+      if (!w) continue;
+      w.rateLimitEpisodes += report.rateLimitEpisodes;
+      w.cuts += report.cuts;
+      w.retries += report.retries;
+      w.lowestLimit = w.lowestLimit === null ? report.limit : Math.min(w.lowestLimit, report.limit);
+    }
+  }
+
+  hold(args: HoldRampArgs, now: number): void {
+    const hold = { reason: args.reason, since: now, by: args.by };
+    if (args.task) this.holds.tasks[args.task] = hold;
+    else this.holds.global = hold;
+    this.log({ time: now, task: args.task ?? '*', kind: 'hold', from: null, to: null, reason: args.reason, by: args.by });
+  }
+
+  resume(args: ResumeRampArgs, now: number): void {
+    if (args.task) delete this.holds.tasks[args.task];
+    else {
+      this.holds.global = null;
+      for (const task of Object.keys(this.holds.tasks)) delete this.holds.tasks[task];
+    }
+    this.log({ time: now, task: args.task ?? '*', kind: 'resume', from: null, to: null, reason: 'resumed', by: args.by });
+  }
+
+  /** A new range takes effect at the next tend (SPEC §2); pinned samples never move. */
+  setRange(args: SetSamplesRampArgs, now: number): void {
+    const samples = this.settings.samples;
+    const range = args.range === false ? 'off' : `[${args.range[0]}, ${args.range[1]}]`;
+    if (samples.type === 'pinned') {
+      const reason = `samples_ramp ${range} ignored: max_samples pins samples at ${samples.value}`;
+      this.log({ time: now, task: '*', kind: 'range', from: null, to: null, reason, by: args.by });
+      return;
+    }
+    this.settings = {
+      ...this.settings,
+      samples:
+        args.range === false
+          ? { type: 'fixed', value: 50 }
+          : { type: 'ramp', lo: args.range[0], hi: args.range[1], step: 20, start: clamp(50, args.range[0], args.range[1]) },
+    };
+    this.log({ time: now, task: '*', kind: 'range', from: null, to: null, reason: `samples_ramp set to ${range}`, by: args.by });
+  }
+
+  /** History entries recorded since the last call, for the log. */
+  takeUnsaved(): RampHistoryEntry[] {
+    const entries = this.unsaved;
+    this.unsaved = [];
+    return entries;
+  }
+
+  private running(): TendedTask[] {
+    return [...this.tasks.values()].filter((t) => t.status.state === 'running');
+  }
+
+  private window(t: TendedTask): TaskWindow {
+    const networkErrors = t.status.network_errors - t.seen.networkErrors;
+    return {
+      saturated: t.status.saturations > t.seen.saturations,
+      rateLimitEpisodes: t.workers.rateLimitEpisodes,
+      controllerCuts: t.workers.cuts,
+      controllerLimit: t.workers.lowestLimit,
+      httpRetries: t.workers.retries,
+      sampleErrors: t.status.errored - t.seen.errored - networkErrors,
+      networkCapacityErrors: networkErrors,
+    };
+  }
+
+  private apply(changes: RampChange[]): string[] {
+    const touched = new Set<string>();
+    for (const change of changes) {
+      const task = this.tasks.get(change.task)!;
+      if (change.kind === 'setpoint') {
+        task.ramp.setpoint = change.to;
+        task.status.setpoint = change.to;
+      } else {
+        task.ramp.connectionCeiling = change.to;
+        task.status.connection_limit = change.to;
+      }
+      touched.add(change.task);
+      this.log({ time: change.at, task: change.task, kind: change.kind, from: change.from, to: change.to, reason: change.reason });
+    }
+    return [...touched];
+  }
+
+  private log(entry: Omit<RampHistoryEntry, 'time'> & { time: number }): void {
+    const full = { ...entry, time: new Date(entry.time).toISOString() };
+    this.history.push(full);
+    if (this.history.length > HISTORY_KEPT) this.history.shift();
+    this.unsaved.push(full);
+  }
+}
+
+function emptyWindow(): WorkerWindow {
+  return { rateLimitEpisodes: 0, cuts: 0, retries: 0, lowestLimit: null };
+}
+
+function clamp(value: number, lo: number, hi: number): number {
+  return Math.min(hi, Math.max(lo, value));
+}
