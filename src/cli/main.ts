@@ -66,6 +66,42 @@ program
     process.exitCode = await statusCommand(name, opts);
   });
 
+const ramp = program
+  .command('ramp')
+  .description('steer the sample ramp of a running eval set; it acts at the next tend');
+
+ramp
+  .command('hold')
+  .description('freeze the climb of one task or of every task (backing off still acts)')
+  .argument('[task]', 'the task to hold (default: every task)')
+  .requiredOption('--reason <text>', 'why; the ramp history keeps it, with your user@host')
+  .option('--eval-set <name>', 'the eval set to steer (default: the only one running)')
+  .action(async (task: string | undefined, opts: { reason: string; evalSet?: string }) => {
+    const { rampHoldCommand } = await import('./commands/ramp.js');
+    process.exitCode = await rampHoldCommand(task, opts);
+  });
+
+ramp
+  .command('resume')
+  .description('lift a hold, so the climb goes on')
+  .argument('[task]', 'the task to resume (default: every task)')
+  .option('--eval-set <name>', 'the eval set to steer (default: the only one running)')
+  .action(async (task: string | undefined, opts: { evalSet?: string }) => {
+    const { rampResumeCommand } = await import('./commands/ramp.js');
+    process.exitCode = await rampResumeCommand(task, opts);
+  });
+
+ramp
+  .command('range')
+  .description('set samples_ramp of a live run: "range LO HI", or "range off" to stop the ramp')
+  .argument('<lo>', 'the lowest setpoint, or "off"')
+  .argument('[hi]', 'the highest setpoint')
+  .option('--eval-set <name>', 'the eval set to steer (default: the only one running)')
+  .action(async (lo: string, hi: string | undefined, opts: { evalSet?: string }) => {
+    const { rampRangeCommand } = await import('./commands/ramp.js');
+    process.exitCode = await rampRangeCommand(lo, hi, opts);
+  });
+
 program
   .command('workers')
   .description('run the worker fleet alone (e.g. on another machine) until stopped')

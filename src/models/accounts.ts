@@ -81,7 +81,9 @@ export class ProviderAccounts {
     for (const limiter of this.limiters.values()) {
       const w = limiter.drainWindow();
       window.limit = window.limit === null ? w.lowestLimit : Math.min(window.limit, w.lowestLimit);
-      window.rateLimitEpisodes += w.rateLimitEpisodes;
+      // Every 429 of the window counts (SPEC §2): the controller folds a burst into one cut,
+      // but a window with any rate-limit error is a pushback window.
+      window.rateLimitEpisodes += w.rateLimitSignals;
       window.cuts += w.cuts;
     }
     return window;

@@ -1,10 +1,10 @@
 /** `steward status [name] [--json]`: reads the live workflow (or the finished result). */
-import type { Client } from '@temporalio/client';
 import { ExitCode, StewardError } from '../../errors';
-import { readStatus, type LiveStatus } from '../../client/status';
+import { readStatus } from '../../client/status';
 import { connectClient, resolveTemporal } from '../../temporal/connection';
 import { evalSetWorkflowId } from '../../workflows/types';
-import { resultJson, resultTable } from '../table';
+import { runningEvalSets } from '../eval-set-target';
+import { statusJson, statusText } from '../status-view';
 
 export async function statusCommand(
   name: string | undefined,
@@ -34,48 +34,4 @@ export async function statusCommand(
     );
   }
   return ExitCode.ok;
-}
-
-function statusJson(id: string, s: LiveStatus): unknown {
-  switch (s.kind) {
-    case 'running':
-      return { workflow_id: id, ...s.status };
-    case 'completed':
-      return { workflow_id: id, state: 'done', ...(resultJson(s.result) as object) };
-    case 'failed':
-      return { workflow_id: id, state: s.status.toLowerCase(), error: s.message };
-    case 'missing':
-      return { workflow_id: id, state: 'missing' };
-  }
-}
-
-function statusText(id: string, s: LiveStatus): string {
-  switch (s.kind) {
-    case 'running': {
-      const header = `${s.status.eval_set} (${id}): ${s.status.state}`;
-      const width = Math.max(4, ...s.status.tasks.map((t) => t.name.length));
-      const lines = s.status.tasks.map(
-        (t) =>
-          `  ${t.name.padEnd(width)}  ${t.state.padEnd(7)}  ${t.completed + t.errored}/${t.samples} done  ` +
-          `${t.in_flight} in flight  ${t.waiting} waiting  setpoint ${t.setpoint}  ${t.errored} errors`,
-      );
-      return [header, ...lines].join('\n');
-    }
-    case 'completed':
-      return `${s.result.eval_set} (${id}): ${s.result.status}\n${resultTable(s.result)}`;
-    case 'failed':
-      return `${id}: ${s.status.toLowerCase()}: ${s.message}`;
-    case 'missing':
-      return `${id}: not found`;
-  }
-}
-
-async function runningEvalSets(client: Client): Promise<string[]> {
-  const ids: string[] = [];
-  for await (const wf of client.workflow.list({
-    query: "WorkflowType = 'evalSet' AND ExecutionStatus = 'Running'",
-  })) {
-    ids.push(wf.workflowId);
-  }
-  return ids;
 }

@@ -1,0 +1,144 @@
+/**
+ * What `steward status` prints: a table per eval set for people, stable JSON for scripts. Pure:
+ * the command reads the workflows and hands the result here.
+ */
+import type { LiveStatus } from '../client/status';
+import type { EvalSetStatus, RampHistoryEntry, RampState, TaskStatus } from '../workflows/types';
+import { resultJson, resultTable } from './table';
+
+/** Ramp history entries shown under the table; the log directory keeps them all. */
+const HISTORY_SHOWN = 10;
+/** The whole ramp history, in the eval set's log directory (see `EvalSetStatus.ramp_history`). */
+const HISTORY_FILE = 'ramp-history.jsonl';
+
+/**
+ * The `--json` view of one eval set. A running one is its `status` query answer as is: `tasks[]`
+ * with `name, setpoint, in_flight, completed, samples, connection_limit, ramp_state` (and more),
+ * `ramp_history[]` with `time, task, from, to, reason`.
+ */
+export function statusJson(workflowId: string, s: LiveStatus): unknown {
+  switch (s.kind) {
+    case 'running':
+      return { workflow_id: workflowId, ...s.status };
+    case 'completed':
+      return { workflow_id: workflowId, state: 'done', ...(resultJson(s.result) as object) };
+    case 'failed':
+      return { workflow_id: workflowId, state: s.status.toLowerCase(), error: s.message };
+    case 'missing':
+      return { workflow_id: workflowId, state: 'missing' };
+  }
+}
+
+/** The text view of one eval set: a task table, then the latest ramp history when running. */
+export function statusText(workflowId: string, s: LiveStatus): string {
+  switch (s.kind) {
+    case 'running':
+      return runningText(workflowId, s.status);
+    case 'completed':
+      return `${s.result.eval_set} (${workflowId}): ${s.result.status}\n${resultTable(s.result)}`;
+    case 'failed':
+      return `${workflowId}: ${s.status.toLowerCase()}: ${s.message}`;
+    case 'missing':
+      return `${workflowId}: not found`;
+  }
+}
+
+const TASK_COLUMNS = [
+  'task',
+  'state',
+  'setpoint',
+  'in flight',
+  'waiting',
+  'done',
+  'errors',
+  'conn limit',
+  'rate limits',
+  'ramp',
+];
+/** Columns read as text, left-aligned; the others are numbers. */
+const TEXT_COLUMNS = new Set(['task', 'state', 'ramp']);
+
+function runningText(workflowId: string, status: EvalSetStatus): string {
+  const lines = [`${status.eval_set} (${workflowId}): ${status.state}`];
+  if (status.tasks.length > 0) {
+    const rows = status.tasks.map((t) => taskRow(t, status));
+    lines.push(
+      ...table(
+        [TASK_COLUMNS, ...rows],
+        TASK_COLUMNS.map((c) => !TEXT_COLUMNS.has(c)),
+      ),
+    );
+  }
+  const history = status.ramp_history.slice(-HISTORY_SHOWN);
+  if (history.length > 0) {
+    lines.push(`ramp history${historyNote(history.length, status)}:`);
+    lines.push(...table(history.map(historyRow), [false, false, false, false]));
+  }
+  return lines.join('\n');
+}
+
+/** Where the rest of a shortened history is. */
+function historyNote(shown: number, status: EvalSetStatus): string {
+  const total = status.ramp_history.length;
+  if (shown === total) return '';
+  const file = status.log_dir === undefined ? '' : `; all in ${status.log_dir}/${HISTORY_FILE}`;
+  return ` (latest ${shown} of ${total}${file})`;
+}
+
+function taskRow(t: TaskStatus, status: EvalSetStatus): string[] {
+  return [
+    t.name,
+    t.state,
+    String(t.setpoint),
+    String(t.in_flight),
+    String(t.waiting),
+    `${t.completed + t.errored}/${t.samples}`,
+    String(t.errored),
+    t.connection_limit === null ? '-' : String(t.connection_limit),
+    String(t.rate_limit_episodes),
+    rampText(t, status),
+  ];
+}
+
+const RAMP_LABELS: Record<RampState, string> = {
+  climbing: 'climbing',
+  held: 'held',
+  backing_off: 'backing off',
+  pinned: 'pinned',
+  at_ceiling: 'at ceiling',
+  steady: 'steady',
+  finished: 'finished',
+};
+
+function rampText(t: TaskStatus, status: EvalSetStatus): string {
+  const label = RAMP_LABELS[t.ramp_state];
+  if (t.ramp_state === 'held') {
+    // A task's own hold is the one in force when both exist.
+    const by = (status.holds.tasks[t.name] ?? status.holds.global)?.by;
+    return `${label}${by ? ` by ${by}` : ''}${t.ramp_reason ? `: ${t.ramp_reason}` : ''}`;
+  }
+  return t.ramp_reason ? `${label}: ${t.ramp_reason}` : label;
+}
+
+function historyRow(e: RampHistoryEntry): string[] {
+  const moved = e.from === null && e.to === null ? '' : ` ${e.from ?? '-'} → ${e.to ?? '-'}`;
+  return [
+    e.time.replace(/\.\d+Z$/, 'Z'),
+    e.task === '*' ? 'all tasks' : e.task,
+    `${e.kind}${moved}`,
+    [e.reason, e.by && `(${e.by})`].filter(Boolean).join(' '),
+  ];
+}
+
+/** Rows padded to aligned columns, indented under the header line; the last column runs free. */
+function table(rows: string[][], rightAligned: boolean[]): string[] {
+  const widths = rows[0].map((_, i) => Math.max(...rows.map((r) => r[i].length)));
+  return rows.map((cells) =>
+    `  ${cells
+      .map((c, i) => {
+        if (i === cells.length - 1) return c;
+        return rightAligned[i] ? c.padStart(widths[i]) : c.padEnd(widths[i]);
+      })
+      .join('  ')}`.trimEnd(),
+  );
+}

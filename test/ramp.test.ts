@@ -1,0 +1,282 @@
+/**
+ * The ramp against the real dev server and the simulated provider over real HTTP, with a 2 s
+ * tend: the climb one step per tend, hold and resume, narrowing a live run, pinning, and the
+ * reversal on sustained pushback. Operators' signals go through the stock `temporal` CLI.
+ */
+import { spawn } from 'node:child_process';
+import { promises as fs } from 'node:fs';
+import * as path from 'node:path';
+import { Client, Connection } from '@temporalio/client';
+import { startSimProvider, type SimProvider } from '../src/sim/provider';
+import { findTemporalBinary } from '../src/temporal/binary';
+import { statusQuery, type EvalSetStatus, type RampHistoryEntry } from '../src/workflows/types';
+import { peakConcurrency, readSampleRecords } from './helpers/results';
+import { STEWARD_BIN, runCommand, tempDir, uniqueName } from './helpers/cli';
+
+const TEND_SECONDS = 2;
+
+interface Run {
+  name: string;
+  logDir: string;
+  /** Resolves with the CLI's exit code. */
+  exited: Promise<number | null>;
+  kill(): void;
+}
+
+describe('the ramp', () => {
+  let client: Client;
+  let temporal: string;
+
+  beforeAll(async () => {
+    client = new Client({
+      connection: await Connection.connect({ address: process.env.TEMPORAL_ADDRESS! }),
+      namespace: process.env.TEMPORAL_NAMESPACE,
+    });
+    temporal = await findTemporalBinary();
+  });
+
+  afterAll(async () => {
+    await client.connection.close();
+  });
+
+  /** Launches an eval set of one task whose samples make one call to `provider`. */
+  async function launch(
+    prefix: string,
+    provider: SimProvider,
+    samples: number,
+    flags: string[] = [],
+  ): Promise<Run> {
+    const dir = await tempDir();
+    const name = uniqueName(prefix);
+    const lines = Array.from({ length: samples }, (_, i) =>
+      JSON.stringify({ id: i + 1, input: `ANSWER: ${i}`, target: String(i) }),
+    );
+    await fs.writeFile(path.join(dir, 'data.jsonl'), `${lines.join('\n')}\n`);
+    const file = path.join(dir, 'evalset.yaml');
+    await fs.writeFile(
+      file,
+      [
+        `name: ${name}`,
+        'tasks:',
+        '  - name: t',
+        '    dataset: data.jsonl',
+        '    solver: [generate]',
+        '    scorer: match',
+        '    model: openai-api/sim/ramp',
+        '',
+      ].join('\n'),
+    );
+    const logDir = path.join(dir, 'logs');
+    const child = spawn(
+      process.execPath,
+      [
+        STEWARD_BIN,
+        'launch',
+        file,
+        '--json',
+        '--log-dir',
+        logDir,
+        '--tend-interval',
+        String(TEND_SECONDS),
+        ...flags,
+      ],
+      { env: { ...process.env, SIM_BASE_URL: provider.url, SIM_API_KEY: 'sim' }, stdio: 'ignore' },
+    );
+    const exited = new Promise<number | null>((resolve) => child.on('exit', resolve));
+    return { name, logDir, exited, kill: () => child.kill('SIGINT') };
+  }
+
+  async function status(run: Run): Promise<EvalSetStatus | undefined> {
+    return client.workflow
+      .getHandle(`steward-${run.name}`)
+      .query(statusQuery)
+      .catch(() => undefined);
+  }
+
+  /** Polls the live status until `predicate` holds; returns every status seen. */
+  async function until(
+    run: Run,
+    predicate: (s: EvalSetStatus) => boolean,
+    timeoutMs = 120_000,
+  ): Promise<EvalSetStatus> {
+    const deadline = Date.now() + timeoutMs;
+    while (Date.now() < deadline) {
+      const s = await status(run);
+      if (s && predicate(s)) return s;
+      await new Promise((r) => setTimeout(r, 250));
+    }
+    throw new Error(`timed out waiting on ${run.name}`);
+  }
+
+  async function signal(run: Run, name: string, input: unknown): Promise<void> {
+    const result = await runCommand(temporal, [
+      'workflow',
+      'signal',
+      '--address',
+      process.env.TEMPORAL_ADDRESS!,
+      '--workflow-id',
+      `steward-${run.name}`,
+      '--name',
+      name,
+      '--input',
+      JSON.stringify(input),
+    ]);
+    expect(result.code).toBe(0);
+  }
+
+  /** Ends a run the test is done with: the CLI stops its fleet, the workflows are terminated. */
+  async function stop(run: Run): Promise<void> {
+    run.kill();
+    await run.exited;
+    for (const id of [`steward-${run.name}`, `steward-${run.name}/t`]) {
+      await client.workflow
+        .getHandle(id)
+        .terminate('test done')
+        .catch(() => undefined);
+    }
+  }
+
+  async function history(run: Run): Promise<RampHistoryEntry[]> {
+    const text = await fs.readFile(path.join(run.logDir, 'ramp-history.jsonl'), 'utf8');
+    return text
+      .trim()
+      .split('\n')
+      .map((line) => JSON.parse(line) as RampHistoryEntry);
+  }
+
+  const setpointOf = (s: EvalSetStatus): number => s.tasks[0].setpoint;
+
+  test('a generous provider: 50 → 70 → … → 200, one step per tend, connections at the ceiling', async () => {
+    const provider = await startSimProvider({ latencyMs: 5_000, jitterMs: 200 });
+    let run: Run | undefined;
+    try {
+      run = await launch('climb', provider, 800);
+      const top = await until(run, (s) => s.tasks[0]?.setpoint === 200);
+      expect(top.tasks[0].connection_limit).toBe(200);
+      expect(await run.exited).toBe(0);
+      const steps = (await history(run)).filter((e) => e.kind === 'setpoint');
+      expect(steps.map((e) => [e.from, e.to])).toEqual([
+        [50, 70],
+        [70, 90],
+        [90, 110],
+        [110, 130],
+        [130, 150],
+        [150, 170],
+        [170, 190],
+        [190, 200],
+      ]);
+      // One step per tend: never two within one tend interval.
+      const times = steps.map((e) => Date.parse(e.time));
+      for (let i = 1; i < times.length; i++)
+        expect(times[i] - times[i - 1]).toBeGreaterThanOrEqual(TEND_SECONDS * 900);
+      expect(provider.stats().rate_limited).toBe(0);
+    } finally {
+      if (run) await stop(run);
+      await provider.close();
+    }
+  });
+
+  test('hold stops the climb, resume restarts it, narrowing brings a task down at the next tend', async () => {
+    const provider = await startSimProvider({ latencyMs: 5_000, jitterMs: 200 });
+    let run: Run | undefined;
+    try {
+      run = await launch('steer', provider, 1_000);
+      await until(run, (s) => (s.tasks[0]?.setpoint ?? 0) >= 90);
+      await signal(run, 'holdRamp', { reason: 'provider looks unhappy', by: 'test' });
+      const held = await until(run, (s) => s.tasks[0]?.ramp_state === 'held');
+      const heldAt = setpointOf(held);
+      expect(held.tasks[0].ramp_reason).toBe('provider looks unhappy');
+      await new Promise((r) => setTimeout(r, 3 * TEND_SECONDS * 1000));
+      expect(setpointOf((await status(run))!)).toBe(heldAt);
+
+      await signal(run, 'resumeRamp', { by: 'test' });
+      await until(run, (s) => (s.tasks[0]?.setpoint ?? 0) >= 160);
+      await signal(run, 'setSamplesRamp', { range: [50, 100], by: 'test' });
+      await until(run, (s) => s.tasks[0]?.setpoint === 100, 4 * TEND_SECONDS * 1000);
+      expect(await run.exited).toBe(0);
+
+      const entries = await history(run);
+      const hold = entries.findIndex((e) => e.kind === 'hold');
+      const resume = entries.findIndex((e) => e.kind === 'resume');
+      expect(entries[hold]).toMatchObject({
+        task: '*',
+        reason: 'provider looks unhappy',
+        by: 'test',
+      });
+      // Nothing climbed between hold and resume; it climbed after.
+      expect(entries.slice(hold, resume).filter((e) => e.kind === 'setpoint')).toEqual([]);
+      expect(entries.slice(resume).some((e) => e.kind === 'setpoint' && e.to! > e.from!)).toBe(
+        true,
+      );
+      const narrowed = entries.find((e) => e.kind === 'setpoint' && e.to === 100);
+      expect(narrowed!.from).toBeGreaterThanOrEqual(160);
+      expect(narrowed!.reason).toMatch(/range/);
+      // No sample was cancelled or run twice: each completed once, by its first attempt.
+      const records = await readSampleRecords(run.logDir, 't');
+      expect(records).toHaveLength(1_000);
+      expect(records.every((r) => r.attempt === 1)).toBe(true);
+    } finally {
+      if (run) await stop(run);
+      await provider.close();
+    }
+  });
+
+  test('max_samples 30 stays exactly 30 throughout', async () => {
+    const provider = await startSimProvider({ latencyMs: 1_000, jitterMs: 100 });
+    let run: Run | undefined;
+    try {
+      run = await launch('pinned', provider, 300, ['--max-samples', '30']);
+      const seen = new Set<number>();
+      const watching = (async () => {
+        for (let s = await status(run); s?.state !== 'done'; s = await status(run)) {
+          if (s?.tasks[0]?.state === 'running') seen.add(setpointOf(s));
+          await new Promise((r) => setTimeout(r, 250));
+        }
+      })();
+      expect(await run.exited).toBe(0);
+      await watching.catch(() => undefined);
+      expect([...seen]).toEqual([30]);
+      const entries = await fs
+        .readFile(path.join(run.logDir, 'ramp-history.jsonl'), 'utf8')
+        .catch(() => '');
+      expect(entries).not.toMatch(/"kind":"setpoint"/);
+      const peak = peakConcurrency(await readSampleRecords(run.logDir, 't'));
+      expect(peak).toBeLessThanOrEqual(30);
+      expect(peak).toBeGreaterThanOrEqual(25);
+    } finally {
+      if (run) await stop(run);
+      await provider.close();
+    }
+  });
+
+  test('a provider limited below demand: after two pushback windows the setpoint and ceiling come down', async () => {
+    // 60 requests a minute: the first seconds use up the bucket, then every window sees 429s.
+    const provider = await startSimProvider({ latencyMs: 1_000, jitterMs: 100, rpm: 60 });
+    const providerStart = Date.now();
+    const run = await launch('pushback', provider, 600, ['--samples-ramp', '20,200']);
+    try {
+      const down = await until(run, (s) =>
+        s.ramp_history.some((e) => e.kind === 'setpoint' && e.to! < e.from!),
+      );
+      const reversal = down.ramp_history.find((e) => e.kind === 'setpoint' && e.to! < e.from!)!;
+      expect(reversal.reason).toBe('reversal: rate-limit pushback in 2 consecutive windows');
+      expect(reversal.to).toBe(reversal.from! - 20);
+      const clamp = down.ramp_history.find((e) => e.kind === 'connections' && e.to! < e.from!);
+      expect(clamp!.to).toBeGreaterThanOrEqual(20);
+      expect(clamp!.to).toBeLessThan(200);
+
+      // The 429 rate falls: fewer per second in the windows after the reversal than before it.
+      await new Promise((r) => setTimeout(r, 4 * TEND_SECONDS * 1000));
+      const series = provider.stats().series;
+      const at = Math.floor((Date.parse(reversal.time) - providerStart) / 1000);
+      const rate = (from: number, to: number): number => {
+        const points = series.filter((p) => p.t >= from && p.t < to);
+        return points.reduce((n, p) => n + p.rate_limited, 0) / Math.max(1, points.length);
+      };
+      expect(rate(at + 2, at + 2 + 3 * TEND_SECONDS)).toBeLessThan(rate(at - 2 * TEND_SECONDS, at));
+    } finally {
+      await stop(run);
+      await provider.close();
+    }
+  });
+});

@@ -1,0 +1,282 @@
+import type { LiveStatus } from '../src/client/status';
+import { statusJson, statusText } from '../src/cli/status-view';
+import type { EvalSetStatus, RampHistoryEntry, TaskStatus } from '../src/workflows/types';
+
+function task(over: Partial<TaskStatus> & Pick<TaskStatus, 'name'>): TaskStatus {
+  return {
+    state: 'running',
+    taskQueue: `steward-task-hello-${over.name}`,
+    samples: 200,
+    completed: 0,
+    errored: 0,
+    in_flight: 50,
+    waiting: 150,
+    setpoint: 50,
+    resumed: 0,
+    saturations: 0,
+    runs: 1,
+    network_errors: 0,
+    connection_limit: 20,
+    rate_limit_episodes: 0,
+    ramp_state: 'climbing',
+    ...over,
+  };
+}
+
+/** A line's cells (separated by two or more spaces) and where each starts and ends. */
+function cells(line: string): { text: string; start: number; end: number }[] {
+  return [...line.matchAll(/\S+(?: \S+)*/g)].map((m) => ({
+    text: m[0],
+    start: m.index,
+    end: m.index + m[0].length,
+  }));
+}
+
+function entry(over: Partial<RampHistoryEntry>): RampHistoryEntry {
+  return {
+    time: '2025-03-01T12:00:00.000Z',
+    task: 'arithmetic',
+    kind: 'setpoint',
+    from: 50,
+    to: 70,
+    reason: 'every climb gate held',
+    ...over,
+  };
+}
+
+function running(over: Partial<EvalSetStatus> = {}): LiveStatus {
+  return {
+    kind: 'running',
+    status: {
+      eval_set: 'hello',
+      state: 'running',
+      tasks: [],
+      ramp_history: [],
+      holds: { global: null, tasks: {} },
+      ...over,
+    },
+  };
+}
+
+describe('statusText of a running eval set', () => {
+  const status = running({
+    tasks: [
+      task({
+        name: 'arithmetic',
+        setpoint: 70,
+        in_flight: 68,
+        waiting: 12,
+        completed: 118,
+        errored: 2,
+      }),
+      task({
+        name: 'capitals',
+        ramp_state: 'held',
+        ramp_reason: 'provider looks unhappy',
+        connection_limit: null,
+        rate_limit_episodes: 3,
+      }),
+      task({ name: 'spelling', ramp_state: 'backing_off', ramp_reason: '429s in 2 windows' }),
+      task({ name: 'math', ramp_state: 'pinned', setpoint: 30 }),
+      task({ name: 'geo', ramp_state: 'at_ceiling', setpoint: 200 }),
+      task({ name: 'logic', ramp_state: 'steady' }),
+      task({ name: 'trivia', state: 'done', ramp_state: 'finished', in_flight: 0, waiting: 0 }),
+    ],
+    holds: {
+      global: null,
+      tasks: { capitals: { reason: 'provider looks unhappy', by: 'ops@box' } },
+    },
+  });
+  const lines = statusText('steward-hello', status).split('\n');
+
+  test('heads the table with the eval set and one column per number users watch', () => {
+    expect(lines[0]).toBe('hello (steward-hello): running');
+    expect(lines[1].trim().split(/\s{2,}/)).toEqual([
+      'task',
+      'state',
+      'setpoint',
+      'in flight',
+      'waiting',
+      'done',
+      'errors',
+      'conn limit',
+      'rate limits',
+      'ramp',
+    ]);
+  });
+
+  test.each([
+    ['arithmetic', ['running', '70', '68', '12', '120/200', '2', '20', '0', 'climbing']],
+    [
+      'capitals',
+      [
+        'running',
+        '50',
+        '50',
+        '150',
+        '0/200',
+        '0',
+        '-',
+        '3',
+        'held by ops@box: provider looks unhappy',
+      ],
+    ],
+    [
+      'spelling',
+      ['running', '50', '50', '150', '0/200', '0', '20', '0', 'backing off: 429s in 2 windows'],
+    ],
+    ['math', ['running', '30', '50', '150', '0/200', '0', '20', '0', 'pinned']],
+    ['geo', ['running', '200', '50', '150', '0/200', '0', '20', '0', 'at ceiling']],
+    ['logic', ['running', '50', '50', '150', '0/200', '0', '20', '0', 'steady']],
+    ['trivia', ['done', '50', '0', '0', '0/200', '0', '20', '0', 'finished']],
+  ])('shows %s as %j', (name, cells) => {
+    const row = lines.find((l) => l.trim().startsWith(`${name} `)) as string;
+    // The ramp column may itself hold double spaces only if a reason does; these do not.
+    expect(row.trim().split(/\s{2,}/)).toEqual([name, ...cells]);
+  });
+
+  test('aligns the columns: numbers to the right, text to the left', () => {
+    const [header, ...rows] = lines.slice(1, 9).map(cells);
+    for (const row of rows) {
+      row.forEach((cell, i) => {
+        if (['task', 'state', 'ramp'].includes(header[i].text))
+          expect(cell.start).toBe(header[i].start);
+        else expect(cell.end).toBe(header[i].end);
+      });
+    }
+  });
+
+  test('names who holds the ramp, falling back to a hold of every task', () => {
+    const held = running({
+      tasks: [task({ name: 'a', ramp_state: 'held', ramp_reason: 'budget review' })],
+      holds: { global: { reason: 'budget review', by: 'lead@desk' }, tasks: {} },
+    });
+    expect(statusText('steward-hello', held)).toContain('held by lead@desk: budget review');
+    const anonymous = running({ tasks: [task({ name: 'a', ramp_state: 'held' })] });
+    expect(statusText('steward-hello', anonymous).split('\n')[2]).toMatch(/ held$/);
+  });
+
+  test('shows only the header while the eval set is planning', () => {
+    expect(statusText('steward-x', running({ eval_set: 'x', state: 'planning' }))).toBe(
+      'x (steward-x): planning',
+    );
+  });
+});
+
+describe('statusText ramp history', () => {
+  test('lists time, task, change and reason, with who asked for holds, resumes and ranges', () => {
+    const text = statusText(
+      'steward-hello',
+      running({
+        ramp_history: [
+          entry({}),
+          entry({
+            time: '2025-03-01T12:01:00.500Z',
+            kind: 'connections',
+            from: 20,
+            to: 40,
+            reason: 'ramp active',
+          }),
+          entry({
+            time: '2025-03-01T12:02:00Z',
+            task: '*',
+            kind: 'hold',
+            from: null,
+            to: null,
+            reason: 'provider looks unhappy',
+            by: 'ops@box',
+          }),
+          entry({
+            time: '2025-03-01T12:03:00Z',
+            task: 'arithmetic',
+            kind: 'resume',
+            from: null,
+            to: null,
+            reason: '',
+            by: 'ops@box',
+          }),
+          entry({
+            time: '2025-03-01T12:04:00Z',
+            task: '*',
+            kind: 'range',
+            from: null,
+            to: 100,
+            reason: 'samples_ramp [50, 100]',
+            by: 'ops@box',
+          }),
+        ],
+      }),
+    );
+    expect(text.split('\n').slice(1)).toEqual([
+      'ramp history:',
+      '  2025-03-01T12:00:00Z  arithmetic  setpoint 50 → 70     every climb gate held',
+      '  2025-03-01T12:01:00Z  arithmetic  connections 20 → 40  ramp active',
+      '  2025-03-01T12:02:00Z  all tasks   hold                 provider looks unhappy (ops@box)',
+      '  2025-03-01T12:03:00Z  arithmetic  resume               (ops@box)',
+      '  2025-03-01T12:04:00Z  all tasks   range - → 100        samples_ramp [50, 100] (ops@box)',
+    ]);
+  });
+
+  test('shows the latest ten entries, oldest first', () => {
+    const history = Array.from({ length: 25 }, (_, i) => entry({ from: i, to: i + 1 }));
+    const status = running({ ramp_history: history, log_dir: '/runs/hello' });
+    const lines = statusText('steward-hello', status).split('\n');
+    expect(lines[1]).toBe('ramp history (latest 10 of 25; all in /runs/hello/ramp-history.jsonl):');
+    expect(lines.slice(2).map((l) => /setpoint (\d+)/.exec(l)?.[1])).toEqual([
+      '15',
+      '16',
+      '17',
+      '18',
+      '19',
+      '20',
+      '21',
+      '22',
+      '23',
+      '24',
+    ]);
+  });
+});
+
+describe('statusJson', () => {
+  test('a running eval set keeps the field names scripts rely on', () => {
+    const status = running({
+      tasks: [task({ name: 'arithmetic', setpoint: 70, in_flight: 68, completed: 118 })],
+      ramp_history: [entry({})],
+    });
+    const json = JSON.parse(JSON.stringify(statusJson('steward-hello', status))) as {
+      tasks: Record<string, unknown>[];
+      ramp_history: Record<string, unknown>[];
+    };
+    expect(json).toMatchObject({
+      workflow_id: 'steward-hello',
+      eval_set: 'hello',
+      state: 'running',
+    });
+    expect(json.tasks[0]).toMatchObject({
+      name: 'arithmetic',
+      setpoint: 70,
+      in_flight: 68,
+      completed: 118,
+      samples: 200,
+      connection_limit: 20,
+      ramp_state: 'climbing',
+    });
+    expect(json.ramp_history[0]).toMatchObject({
+      time: '2025-03-01T12:00:00.000Z',
+      task: 'arithmetic',
+      from: 50,
+      to: 70,
+      reason: 'every climb gate held',
+    });
+  });
+
+  test.each<[LiveStatus, unknown]>([
+    [{ kind: 'missing' }, { workflow_id: 'steward-x', state: 'missing' }],
+    [
+      { kind: 'failed', status: 'TERMINATED', message: 'by ops' },
+      { workflow_id: 'steward-x', state: 'terminated', error: 'by ops' },
+    ],
+  ])('an eval set that is not running: %j', (live, expected) => {
+    expect(statusJson('steward-x', live)).toEqual(expected);
+  });
+});
