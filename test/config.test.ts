@@ -261,14 +261,14 @@ describe('validateDefinition', () => {
       'an unknown scorer',
       withTask({ scorer: 'matches' }),
       [
-        'evalset.yaml: tasks.0.scorer: unknown scorer; the built-in ones are match, includes, exact ("matches")',
+        'evalset.yaml: tasks.0.scorer: unknown scorer; the built-in ones are match, includes, exact, sandbox_check ("matches")',
       ],
     ],
     [
       'an unknown scorer with options',
       withTask({ scorer: { regex: { pattern: 'x' } } }),
       [
-        'evalset.yaml: tasks.0.scorer: unknown scorer; the built-in ones are match, includes, exact ({"regex":{"pattern":"x"}})',
+        'evalset.yaml: tasks.0.scorer: unknown scorer; the built-in ones are match, includes, exact, sandbox_check ({"regex":{"pattern":"x"}})',
       ],
     ],
     [
@@ -287,8 +287,8 @@ describe('validateDefinition', () => {
       'unknown solvers, each at its place',
       withTask({ solver: ['generat', { system_mesage: 'x' }, { generate: { max_token: 5 } }] }),
       [
-        'evalset.yaml: tasks.0.solver.0: unknown solver; the built-in ones are system_message, generate ("generat")',
-        'evalset.yaml: tasks.0.solver.1: unknown solver; the built-in ones are system_message, generate ({"system_mesage":"x"})',
+        'evalset.yaml: tasks.0.solver.0: unknown solver; the built-in ones are system_message, generate, agent ("generat")',
+        'evalset.yaml: tasks.0.solver.1: unknown solver; the built-in ones are system_message, generate, agent ({"system_mesage":"x"})',
         'evalset.yaml: tasks.0.solver.2.generate: unknown key "max_token"',
       ],
     ],
@@ -463,7 +463,7 @@ describe('loadDefinition (module)', () => {
     [
       'an invalid definition, as for YAML',
       'module/invalid.ts',
-      'module/invalid.ts: tasks.0.scorer: expected match, includes, exact, { match: <options> }, { includes: <options> } or a function (42)',
+      'module/invalid.ts: tasks.0.scorer: expected match, includes, exact, { match: <options> }, { includes: <options> }, { sandbox_check: <options> } or a function (42)',
     ],
     ['a missing module', 'module/nope.ts', 'module/nope.ts: definition file not found'],
   ])('refuses %s', async (_name, file, expected) => {

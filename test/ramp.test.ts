@@ -45,8 +45,9 @@ describe('the ramp', () => {
     provider: SimProvider,
     samples: number,
     flags: string[] = [],
+    dir?: string,
   ): Promise<Run> {
-    const dir = await tempDir();
+    dir ??= await tempDir();
     const name = uniqueName(prefix);
     const lines = Array.from({ length: samples }, (_, i) =>
       JSON.stringify({ id: i + 1, input: `ANSWER: ${i}`, target: String(i) }),
@@ -80,7 +81,11 @@ describe('the ramp', () => {
         String(TEND_SECONDS),
         ...flags,
       ],
-      { env: { ...process.env, SIM_BASE_URL: provider.url, SIM_API_KEY: 'sim' }, stdio: 'ignore' },
+      {
+        cwd: dir,
+        env: { ...process.env, SIM_BASE_URL: provider.url, SIM_API_KEY: 'sim' },
+        stdio: 'ignore',
+      },
     );
     const exited = new Promise<number | null>((resolve) => child.on('exit', resolve));
     return { name, logDir, exited, kill: () => child.kill('SIGINT') };
@@ -215,6 +220,32 @@ describe('the ramp', () => {
       const records = await readSampleRecords(run.logDir, 't');
       expect(records).toHaveLength(1_000);
       expect(records.every((r) => r.attempt === 1)).toBe(true);
+    } finally {
+      if (run) await stop(run);
+      await provider.close();
+    }
+  });
+
+  test('editing _steward.yaml while steward launch runs narrows the live run at the next tend', async () => {
+    const provider = await startSimProvider({ latencyMs: 5_000, jitterMs: 200 });
+    const dir = await tempDir();
+    const stewardYaml = path.join(dir, '_steward.yaml');
+    await fs.writeFile(stewardYaml, 'samples_ramp: [50, 200]\n');
+    let run: Run | undefined;
+    try {
+      run = await launch('edit', provider, 1_000, [], dir);
+      await until(run, (s) => (s.tasks[0]?.setpoint ?? 0) >= 110);
+      await fs.writeFile(stewardYaml, 'samples_ramp: [50, 90]\n');
+      const narrowed = await until(
+        run,
+        (s) => s.tasks[0]?.setpoint === 90,
+        6 * TEND_SECONDS * 1000,
+      );
+      expect(
+        narrowed.ramp_history.some(
+          (e) => e.kind === 'range' && e.reason === 'samples_ramp set to [50, 90]',
+        ),
+      ).toBe(true);
     } finally {
       if (run) await stop(run);
       await provider.close();

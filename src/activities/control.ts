@@ -8,6 +8,7 @@ import { ApplicationFailure } from '@temporalio/common';
 import { loadStewardYaml } from '../config/load';
 import { resolveSettings } from '../config/settings';
 import { ErrorType, formatIssue } from '../errors';
+import { defaultMaxSandboxes } from '../sandbox/budget';
 import {
   taskQueueFor,
   taskStatusQuery,
@@ -32,7 +33,7 @@ export function createControlActivities(deps: ActivityDeps) {
         .catch((err: unknown) => {
           throw toFailure(err, ErrorType.config);
         });
-      const { settings, errors } = resolveSettings({
+      const { settings: resolved, errors } = resolveSettings({
         flags: input.settings ?? {},
         env: deps.env,
         stewardYaml: await loadStewardYaml(process.cwd()),
@@ -45,6 +46,14 @@ export function createControlActivities(deps: ActivityDeps) {
         input.log_dir ?? definition.log_dir ?? path.join('logs', definition.name),
       );
       await ensureWritable(logDir);
+      const sandboxed = definition.tasks.some((task) => task.sandbox !== undefined);
+      // The sandbox budget: the definition's, else what the provider reports (Docker: 2 × CPUs).
+      const settings = {
+        ...resolved,
+        maxSandboxes:
+          resolved.maxSandboxes ??
+          (sandboxed && deps.docker ? await defaultMaxSandboxes(deps.docker) : null),
+      };
       return {
         name: definition.name,
         definition: definition.source,
@@ -55,7 +64,7 @@ export function createControlActivities(deps: ActivityDeps) {
           taskQueue: taskQueueFor(definition.name, task.name),
           samples: task.dataset.length * task.epochs,
           model: task.model,
-          sandboxed: false,
+          sandboxed: task.sandbox !== undefined,
         })),
       };
     },

@@ -1,7 +1,16 @@
-/** The sample activity: load the sample, solve, score, record. Heartbeats so a dead worker shows. */
+/**
+ * The sample activity: load the sample, (sandbox up), solve, score, (sandbox down), record.
+ * Heartbeats so a dead worker shows.
+ */
 import { Context } from '@temporalio/activity';
+import type Dockerode from 'dockerode';
+import type { SampleContext } from '../definition/types';
 import { runSample as solveAndScore } from '../eval/run-sample';
 import { ErrorType } from '../errors';
+import { reapSandboxes } from '../sandbox/cleanup';
+import { withSandbox } from '../sandbox/docker';
+import { BUSYBOX_IMAGE, ensureBusyboxImage } from '../sandbox/image';
+import type { SandboxOwner, SandboxSpec } from '../sandbox/types';
 import { sampleDoneSignal, type SampleInput } from '../workflows/types';
 import { findTask, type ActivityDeps } from './deps';
 import { toFailure } from './errors';
@@ -10,6 +19,8 @@ import { toFailure } from './errors';
 const HEARTBEAT_MS = 1_000;
 
 export function createSampleActivities(deps: ActivityDeps) {
+  let busybox: Promise<unknown> | undefined;
+
   return {
     async runSample(input: SampleInput): Promise<void> {
       const ctx = Context.current();
@@ -25,11 +36,17 @@ export function createSampleActivities(deps: ActivityDeps) {
       const startedAt = new Date(deps.now()).toISOString();
       const heartbeat = setInterval(() => ctx.heartbeat(), HEARTBEAT_MS);
       try {
-        const { state, score } = await solveAndScore(task, sample, epoch, {
+        const sampleCtx: SampleContext = {
           model: deps.model(task.model, task.modelArgs),
           heartbeat: () => ctx.heartbeat(),
           signal: ctx.cancellationSignal,
-        });
+        };
+        const owner = { evalSet: definition.name, task: task.name, sampleId: sample.id, epoch };
+        const { state, score } = task.sandbox
+          ? await inSandbox(task.sandbox, owner, ctx.cancellationSignal, (sandbox, signal) =>
+              solveAndScore(task, sample, epoch, { ...sampleCtx, sandbox, signal }),
+            )
+          : await solveAndScore(task, sample, epoch, sampleCtx);
         await store.writeSample({
           version: 1,
           eval_set: definition.name,
@@ -72,6 +89,38 @@ export function createSampleActivities(deps: ActivityDeps) {
       await reportDone(input);
     },
   };
+
+  /**
+   * Runs `fn` in a fresh sandbox that is removed however `fn` ends (returns, throws, or the
+   * activity is cancelled). What an earlier attempt of the same sample and epoch left behind (its
+   * worker was killed mid-sample) is removed first, so a crash costs no address pool for long.
+   */
+  async function inSandbox<T>(
+    spec: SandboxSpec,
+    owner: SandboxOwner,
+    signal: AbortSignal,
+    fn: Parameters<typeof withSandbox<T>>[1],
+  ): Promise<T> {
+    const docker = deps.docker;
+    if (!docker) throw new Error(`task ${owner.task} has a sandbox but this worker has no Docker`);
+    await reapSandboxes(docker, owner);
+    if (spec.services.some((service) => service.image === BUSYBOX_IMAGE)) {
+      await ensureBusybox(docker);
+    }
+    return withSandbox({ docker, spec, ...owner, signal }, fn);
+  }
+
+  /**
+   * Builds Steward's own busybox image once per process when a sandbox uses it: it is made
+   * locally (no registry has it), and the examples and tests rely on it.
+   */
+  function ensureBusybox(docker: Dockerode): Promise<unknown> {
+    busybox ??= ensureBusyboxImage(docker).catch((error: unknown) => {
+      busybox = undefined;
+      throw error;
+    });
+    return busybox;
+  }
 
   /**
    * Tells the task that a sample completed, by the task's workflow id. Sent from here rather than

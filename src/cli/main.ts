@@ -51,6 +51,10 @@ program
   )
   .option('--json', 'print a machine-readable summary at the end')
   .option('--detach', 'start the eval set and its workers in the background and return at once')
+  .option(
+    '--yes',
+    "write Docker's daemon.json address-pool fix without asking, if the preflight needs it",
+  )
   .action(async (definition: string, opts: Record<string, unknown>) => {
     const { launchCommand } = await import('./commands/launch.js');
     process.exitCode = await launchCommand(definition, opts);
@@ -100,6 +104,37 @@ ramp
   .action(async (lo: string, hi: string | undefined, opts: { evalSet?: string }) => {
     const { rampRangeCommand } = await import('./commands/ramp.js');
     process.exitCode = await rampRangeCommand(lo, hi, opts);
+  });
+
+const dockerCmd = program.command('docker').description('check the Docker daemon sandboxes run on');
+dockerCmd
+  .command('check')
+  .description(
+    "check that Docker's address pools give a network to every sandbox the run can want at once; offer the daemon.json fix",
+  )
+  .argument(
+    '[definition]',
+    'evalset.yaml or a module (default: check against the sandbox budget alone)',
+  )
+  .option(
+    '--yes',
+    'write the daemon.json fix without asking (backup kept; Docker is never restarted)',
+  )
+  .action(async (definition: string | undefined, opts: { yes?: boolean }) => {
+    const { dockerCheckCommand } = await import('./commands/docker.js');
+    process.exitCode = await dockerCheckCommand(definition, opts);
+  });
+
+const sandboxCmd = program.command('sandbox').description("manage samples' Docker sandboxes");
+sandboxCmd
+  .command('cleanup')
+  .description(
+    'remove containers and networks that sandboxes left behind (a killed run, a crashed worker)',
+  )
+  .argument('[name]', 'only this eval set (default: every Steward sandbox on the daemon)')
+  .action(async (name: string | undefined) => {
+    const { sandboxCleanupCommand } = await import('./commands/sandbox.js');
+    process.exitCode = await sandboxCleanupCommand(name);
   });
 
 program

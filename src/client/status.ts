@@ -50,8 +50,26 @@ export async function readStatus(client: Client, workflowId: string): Promise<Li
         ).catch(() => undefined);
         // Counters from the task itself; the ramp's fields stay the eval set's.
         if (live) {
-          const { completed, errored, in_flight, waiting, saturations, runs, network_errors, resumed } = live;
-          Object.assign(task, { completed, errored, in_flight, waiting, saturations, runs, network_errors, resumed });
+          const {
+            completed,
+            errored,
+            in_flight,
+            waiting,
+            saturations,
+            runs,
+            network_errors,
+            resumed,
+          } = live;
+          Object.assign(task, {
+            completed,
+            errored,
+            in_flight,
+            waiting,
+            saturations,
+            runs,
+            network_errors,
+            resumed,
+          });
         }
       }),
   );

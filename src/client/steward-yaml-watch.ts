@@ -25,7 +25,8 @@ export function watchStewardYaml(
   void current().then((range) => (last = JSON.stringify(range)));
 
   async function current(): Promise<unknown> {
-    const raw = (await loadStewardYaml(dir).catch(() => undefined)) as { samples_ramp?: unknown } | undefined;
+    const raw = (await loadStewardYaml(dir).catch(() => undefined)) as
+      { samples_ramp?: unknown } | undefined;
     return raw?.samples_ramp;
   }
 
@@ -36,10 +37,15 @@ export function watchStewardYaml(
       last = text;
       const parsed = samplesRampSchema.safeParse(value);
       if (!parsed.success || (parsed.data !== false && parsed.data[0] > parsed.data[1])) {
-        say(`${file}: samples_ramp: expected [lo, hi] with lo <= hi, or false (${text}); not applied`);
+        say(
+          `${file}: samples_ramp: expected [lo, hi] with lo <= hi, or false (${text}); not applied`,
+        );
         return;
       }
-      await handle.signal(setSamplesRampSignal, { range: parsed.data, by: `${STEWARD_YAML} edit (${os.hostname()})` });
+      await handle.signal(setSamplesRampSignal, {
+        range: parsed.data,
+        by: `${STEWARD_YAML} edit (${os.hostname()})`,
+      });
       say(`${file} changed: samples_ramp ${text} takes effect at the next tend`);
     });
   };

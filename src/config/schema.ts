@@ -132,19 +132,29 @@ const generateConfig = z.strictObject({
   temperature: z.number().min(0).optional(),
 });
 
+/** The `agent` solver's options (`eval/agent.ts`); it needs the task's `sandbox`. */
+const agentOptions = z.strictObject({
+  max_turns: positiveInt.optional(),
+  token_limit: positiveInt.optional(),
+  /** Seconds. */
+  command_timeout: z.number().positive().optional(),
+  system_message: z.string().optional(),
+});
+
 const solverEntry = z.union(
   [
-    z.literal('generate'),
+    z.enum(['generate', 'agent']),
     z.strictObject({ system_message: z.string() }),
     // `- generate:` with nothing after it is YAML's null.
     z.strictObject({ generate: generateConfig.nullable() }),
+    z.strictObject({ agent: agentOptions.nullable() }),
     fn<Solver>(),
   ],
   {
     error: unknownBuiltin(
       'solver',
-      'system_message, generate',
-      'generate, { system_message: <text> }, { generate: <config> } or a function',
+      'system_message, generate, agent',
+      'generate, agent, { system_message: <text> }, { generate: <config> }, { agent: <options> } or a function',
     ),
   },
 );
@@ -161,18 +171,29 @@ const matchOptions = z.strictObject({
 
 const includesOptions = z.strictObject({ ignore_case: z.boolean().optional() });
 
+/** The `sandbox_check` scorer's options (`eval/sandbox-scorers.ts`); it needs the task's `sandbox`. */
+const sandboxCheckOptions = z.strictObject({
+  cmd: z.union([z.string().min(1), z.array(z.string()).min(1)], {
+    error: 'expected a shell command or a list of arguments',
+  }),
+  expect_exit: z.number().int().min(0).max(255).optional(),
+  /** Seconds. */
+  timeout: z.number().positive().optional(),
+});
+
 const scorerSpec = z.union(
   [
     z.enum(['match', 'includes', 'exact']),
     z.strictObject({ match: matchOptions.nullable() }),
     z.strictObject({ includes: includesOptions.nullable() }),
+    z.strictObject({ sandbox_check: sandboxCheckOptions }),
     fn<Scorer>(),
   ],
   {
     error: unknownBuiltin(
       'scorer',
-      'match, includes, exact',
-      'match, includes, exact, { match: <options> }, { includes: <options> } or a function',
+      'match, includes, exact, sandbox_check',
+      'match, includes, exact, { match: <options> }, { includes: <options> }, { sandbox_check: <options> } or a function',
     ),
   },
 );
@@ -211,6 +232,11 @@ const taskSchema = z.strictObject({
   model_args: modelArgs.optional(),
   /** @default {} */
   config: generateConfig.optional(),
+  /**
+   * Each sample's sandbox: an image name (one container kept alive), or a compose-style YAML file
+   * (`.yaml`/`.yml`, relative to the definition). @default none
+   */
+  sandbox: z.string().min(1).optional(),
 });
 
 /** An eval set definition as written in `evalset.yaml` or exported by a module. */

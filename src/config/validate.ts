@@ -14,6 +14,8 @@ import type {
   Solver,
   TaskDefinition,
 } from '../definition/types';
+import type { AgentOptions } from '../eval/agent';
+import type { SandboxCheckOptions } from '../eval/sandbox-scorers';
 import type { MatchOptions } from '../eval/scorers';
 import { parseModelName } from '../models';
 import {
@@ -30,6 +32,7 @@ import {
 export type SolverRef =
   | { type: 'system_message'; text: string }
   | { type: 'generate'; config: GenerateConfig }
+  | { type: 'agent'; options: AgentOptions }
   | { type: 'custom'; solver: Solver };
 
 /** A scorer, before it is built. */
@@ -37,6 +40,7 @@ export type ScorerRef =
   | { type: 'match'; options: MatchOptions }
   | { type: 'includes'; options: { ignore_case?: boolean } }
   | { type: 'exact' }
+  | { type: 'sandbox_check'; options: SandboxCheckOptions }
   | { type: 'custom'; scorer: Scorer };
 
 /** Where a task's samples come from; a file path is as written, relative to the definition. */
@@ -44,10 +48,15 @@ export type DatasetRef =
   | { type: 'file'; path: string; format: DatasetFormat }
   | { type: 'inline'; records: SampleRecord[] };
 
-export interface ValidatedTask extends Omit<TaskDefinition, 'dataset' | 'solver' | 'scorer'> {
+export interface ValidatedTask extends Omit<
+  TaskDefinition,
+  'dataset' | 'solver' | 'scorer' | 'sandbox'
+> {
   dataset: DatasetRef;
   solver: SolverRef[];
   scorer: ScorerRef;
+  /** The `sandbox` setting as written: an image name or a compose file relative to the definition. */
+  sandbox?: string;
 }
 
 /** A definition that passed every check, with its datasets not yet read. */
@@ -140,6 +149,7 @@ function normaliseTask(task: ParsedTask, def: ParsedDefinition): ValidatedTask {
     // The eval set's model_args describe its model; a task naming another model starts afresh.
     modelArgs: task.model_args ?? (model === def.model ? def.model_args : undefined) ?? {},
     config: task.config ?? {},
+    ...(task.sandbox === undefined ? {} : { sandbox: task.sandbox }),
   };
 }
 
@@ -148,7 +158,9 @@ function solverRefs(spec: ParsedTask['solver']): SolverRef[] {
   return (Array.isArray(spec) ? spec : [spec]).map((entry): SolverRef => {
     if (typeof entry === 'function') return { type: 'custom', solver: entry };
     if (entry === 'generate') return { type: 'generate', config: {} };
+    if (entry === 'agent') return { type: 'agent', options: {} };
     if ('system_message' in entry) return { type: 'system_message', text: entry.system_message };
+    if ('agent' in entry) return { type: 'agent', options: entry.agent ?? {} };
     return { type: 'generate', config: entry.generate ?? {} };
   });
 }
@@ -159,6 +171,7 @@ function scorerRef(spec: ParsedTask['scorer']): ScorerRef {
   if (spec === 'match') return { type: 'match', options: {} };
   if (spec === 'includes') return { type: 'includes', options: {} };
   if ('match' in spec) return { type: 'match', options: spec.match ?? {} };
+  if ('sandbox_check' in spec) return { type: 'sandbox_check', options: spec.sandbox_check };
   return { type: 'includes', options: spec.includes ?? {} };
 }
 
@@ -225,6 +238,18 @@ function checkRules(def: ParsedDefinition, origin: IssueOrigin) {
       );
     }
 
+    if (task.sandbox === undefined) {
+      const needs = sandboxUsers(task);
+      if (needs.length > 0) {
+        errors.push(
+          at(
+            `${path}.sandbox`,
+            `required by ${needs.join(' and ')}: set an image name or a compose file`,
+          ),
+        );
+      }
+    }
+
     if (task.scorer_name !== undefined && typeof task.scorer !== 'function') {
       warnings.push(
         at(
@@ -236,6 +261,15 @@ function checkRules(def: ParsedDefinition, origin: IssueOrigin) {
     }
   });
   return { errors, warnings };
+}
+
+/** The built-ins of a task that work in its sandbox, by name. */
+function sandboxUsers(task: ParsedTask): string[] {
+  const users = solverRefs(task.solver).some((ref) => ref.type === 'agent')
+    ? ['the agent solver']
+    : [];
+  if (scorerRef(task.scorer).type === 'sandbox_check') users.push('the sandbox_check scorer');
+  return users;
 }
 
 // ---- zod issues -----------------------------------------------------------------------------

@@ -39,6 +39,8 @@ export const includes = named('includes', scorers.includes);
 export const exact = named('exact', scorers.exact);
 
 export { generate, systemMessage } from '../eval/solvers';
+export { agent, type AgentOptions } from '../eval/agent';
+export { sandboxCheck, type SandboxCheckOptions } from '../eval/sandbox-scorers';
 export { loadDefinition } from './load';
 export { loadDataset } from './dataset';
 export type {

@@ -15,8 +15,12 @@ import {
   type SolverRef,
   type ValidatedTask,
 } from '../config/validate';
+import { agent } from '../eval/agent';
+import { sandboxCheck } from '../eval/sandbox-scorers';
 import { exact, includes, match } from '../eval/scorers';
 import { generate, systemMessage } from '../eval/solvers';
+import { loadSandboxSpec } from '../sandbox/compose';
+import type { SandboxSpec } from '../sandbox/types';
 import { loadDataset, samplesFromRecords } from './dataset';
 import type { EvalSetDefinition, Sample, Scorer, Solver, TaskDefinition } from './types';
 
@@ -45,24 +49,35 @@ export async function loadDefinition(
   warnings.forEach((issue) => options.onWarning?.(issue));
   if (!definition) throw new ConfigError(errors);
 
-  const datasets = await Promise.allSettled(
-    definition.tasks.map((task, i) => readSamples(task.dataset, file, `tasks.${i}.dataset`)),
-  );
-  const issues = datasets.flatMap((result) => {
+  const dir = path.dirname(path.resolve(file));
+  const [datasets, sandboxes] = await Promise.all([
+    Promise.allSettled(
+      definition.tasks.map((task, i) => readSamples(task.dataset, file, `tasks.${i}.dataset`)),
+    ),
+    Promise.allSettled(
+      definition.tasks.map(async (task) =>
+        task.sandbox === undefined ? undefined : loadSandboxSpec(task.sandbox, dir),
+      ),
+    ),
+  ]);
+  const issues = [...datasets, ...sandboxes].flatMap((result) => {
     if (result.status === 'fulfilled') return [];
     if (result.reason instanceof ConfigError) return result.reason.issues;
     throw result.reason;
   });
   if (issues.length > 0) throw new ConfigError(issues);
 
-  const dir = path.dirname(path.resolve(file));
   return {
     name: definition.name,
     source: path.resolve(file),
     ...(definition.log_dir === undefined ? {} : { log_dir: path.resolve(dir, definition.log_dir) }),
     settings: definition.settings,
     tasks: definition.tasks.map((task, i) =>
-      buildTask(task, (datasets[i] as PromiseFulfilledResult<Sample[]>).value),
+      buildTask(
+        task,
+        (datasets[i] as PromiseFulfilledResult<Sample[]>).value,
+        (sandboxes[i] as PromiseFulfilledResult<SandboxSpec | undefined>).value,
+      ),
     ),
   };
 }
@@ -127,12 +142,18 @@ async function readSamples(dataset: DatasetRef, file: string, at: string): Promi
   return samples;
 }
 
-function buildTask(task: ValidatedTask, dataset: Sample[]): TaskDefinition {
+function buildTask(
+  task: ValidatedTask,
+  dataset: Sample[],
+  sandbox: SandboxSpec | undefined,
+): TaskDefinition {
+  const { sandbox: _setting, ...rest } = task;
   return {
-    ...task,
+    ...rest,
     dataset,
     solver: task.solver.map(buildSolver),
     scorer: buildScorer(task.scorer),
+    ...(sandbox === undefined ? {} : { sandbox }),
   };
 }
 
@@ -142,6 +163,8 @@ function buildSolver(ref: SolverRef): Solver {
       return systemMessage(ref.text);
     case 'generate':
       return generate(ref.config);
+    case 'agent':
+      return agent(ref.options);
     case 'custom':
       return ref.solver;
   }
@@ -155,6 +178,8 @@ function buildScorer(ref: ScorerRef): Scorer {
       return includes(ref.options);
     case 'exact':
       return exact();
+    case 'sandbox_check':
+      return sandboxCheck(ref.options);
     case 'custom':
       return ref.scorer;
   }

@@ -3,8 +3,11 @@
  *
  * A definition comes from YAML (`evalset.yaml`) or from a TypeScript module exporting one; both
  * end up as an {@link EvalSetDefinition}. Solvers and scorers are plain functions here; YAML names
- * the built-in ones (`system_message`, `generate`, `match`, `includes`, `exact`).
+ * the built-in ones (`system_message`, `generate`, `agent`, `match`, `includes`, `exact`,
+ * `sandbox_check`).
  */
+
+import type { Sandbox, SandboxSpec } from '../sandbox/types';
 
 /** A chat message, in the shape the OpenAI-compatible wire protocol uses. */
 export type ChatMessage =
@@ -91,6 +94,8 @@ export interface SampleContext {
   /** Call at least every few seconds during long work so a dead worker is noticed quickly. */
   heartbeat(): void;
   signal: AbortSignal;
+  /** The sample's own sandbox, when its task has one (up before the solvers, removed after the scorer). */
+  sandbox?: Sandbox;
 }
 
 export type Solver = (state: TaskState, ctx: SampleContext) => Promise<TaskState>;
@@ -120,6 +125,8 @@ export interface TaskDefinition {
   /** Provider-specific arguments, e.g. mockllm's scripted outputs and latency. */
   modelArgs: Record<string, unknown>;
   config: GenerateConfig;
+  /** The sandbox each sample gets, from the task's `sandbox` (an image or a compose file). */
+  sandbox?: SandboxSpec;
 }
 
 /**

@@ -76,7 +76,12 @@ export class ProviderAccounts {
   }
 
   drainWindow(): AccountsWindow {
-    const window: AccountsWindow = { limit: null, rateLimitEpisodes: 0, cuts: 0, retries: this.retries };
+    const window: AccountsWindow = {
+      limit: null,
+      rateLimitEpisodes: 0,
+      cuts: 0,
+      retries: this.retries,
+    };
     this.retries = 0;
     for (const limiter of this.limiters.values()) {
       const w = limiter.drainWindow();
@@ -117,6 +122,12 @@ function finalError(err: unknown, now: number): unknown {
   const decision = classifyError(err, now);
   const message = err instanceof Error ? err.message : String(err);
   return decision.kind === 'no'
-    ? new ModelCallError(`model provider refused the request: ${message}`, ErrorType.modelFatal, { cause: err })
-    : new ModelCallError(`model provider retries exhausted: ${message}`, ErrorType.modelRetriesExhausted, { cause: err });
+    ? new ModelCallError(`model provider refused the request: ${message}`, ErrorType.modelFatal, {
+        cause: err,
+      })
+    : new ModelCallError(
+        `model provider retries exhausted: ${message}`,
+        ErrorType.modelRetriesExhausted,
+        { cause: err },
+      );
 }

@@ -48,9 +48,15 @@ const HEALTHY_AFTER_MS = 60_000;
  * Packs tasks into at most `maxWorkers` processes, keeping their order (task i goes to slot
  * i mod maxWorkers). Unset: one process per task.
  */
-export function assignSlots<T>(items: T[], maxWorkers: number | null): { id: string; items: T[] }[] {
+export function assignSlots<T>(
+  items: T[],
+  maxWorkers: number | null,
+): { id: string; items: T[] }[] {
   const count = Math.min(items.length, maxWorkers ?? items.length);
-  const slots = Array.from({ length: count }, (_, i) => ({ id: `worker-${i + 1}`, items: [] as T[] }));
+  const slots = Array.from({ length: count }, (_, i) => ({
+    id: `worker-${i + 1}`,
+    items: [] as T[],
+  }));
   items.forEach((item, i) => slots[i % count].items.push(item));
   return slots;
 }

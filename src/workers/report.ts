@@ -45,7 +45,9 @@ export async function reportAccounts(options: {
       if (ceilings.length > 0) options.accounts.setCeiling(Math.min(...ceilings));
     } catch (err) {
       // A missed report costs one window's information, never a sample.
-      console.error(`steward worker: report to ${options.evalSetId} failed: ${(err as Error).message}`);
+      console.error(
+        `steward worker: report to ${options.evalSetId} failed: ${(err as Error).message}`,
+      );
     }
   }
 }

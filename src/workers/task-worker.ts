@@ -40,7 +40,10 @@ export async function runTaskWorker(config: WorkerProcessConfig): Promise<void> 
   const target = { address: config.address, tls: config.tls || apiKey !== undefined, apiKey };
   const connection = await NativeConnection.connect(target);
   // Admission starts sample workflows, and samples report, through a client of its own.
-  const client = new Client({ connection: await Connection.connect(target), namespace: config.namespace });
+  const client = new Client({
+    connection: await Connection.connect(target),
+    namespace: config.namespace,
+  });
   const accounts = new ProviderAccounts(
     config.reporting?.connections ?? { type: 'adaptive', ...SETTINGS_DEFAULTS.connections },
     process.env,
@@ -79,7 +82,9 @@ export async function runTaskWorker(config: WorkerProcessConfig): Promise<void> 
 if (require.main === module) {
   const raw = process.env[WORKER_CONFIG_ENV];
   if (!raw) {
-    console.error(`${WORKER_CONFIG_ENV} is not set: this process is started by the steward supervisor`);
+    console.error(
+      `${WORKER_CONFIG_ENV} is not set: this process is started by the steward supervisor`,
+    );
     process.exit(2);
   }
   runTaskWorker(JSON.parse(raw) as WorkerProcessConfig).then(

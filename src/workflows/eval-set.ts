@@ -49,7 +49,8 @@ export async function evalSet(input: EvalSetInput): Promise<EvalSetResult> {
   let observedAt: number | undefined;
   // Signals that arrive while planning wait for the tender.
   const early: ((t: Tender) => void)[] = [];
-  const withTender = (act: (t: Tender) => void): void => (tender ? act(tender) : void early.push(act));
+  const withTender = (act: (t: Tender) => void): void =>
+    tender ? act(tender) : void early.push(act);
 
   setHandler(statusQuery, () => {
     const tasks = tender ? [...tender.tasks.values()].map((t) => t.status) : [];
@@ -64,7 +65,9 @@ export async function evalSet(input: EvalSetInput): Promise<EvalSetResult> {
       ramp_history: tender?.history ?? [],
       holds: {
         global: tender?.holds.global ? { ...tender.holds.global } : null,
-        tasks: Object.fromEntries(Object.entries(tender?.holds.tasks ?? {}).map(([k, h]) => [k, { ...h, task: k }])),
+        tasks: Object.fromEntries(
+          Object.entries(tender?.holds.tasks ?? {}).map(([k, h]) => [k, { ...h, task: k }]),
+        ),
       },
     };
   });
@@ -147,13 +150,25 @@ export async function evalSet(input: EvalSetInput): Promise<EvalSetResult> {
   while (!finished()) {
     await Promise.race([sleep(settings.tendIntervalMs), scheduler]);
     if (finished()) break;
-    const observed = await observeTasks({ workflowIds: [...running.keys()].map((t) => taskWorkflowId(parentId, t)) });
+    const observed = await observeTasks({
+      workflowIds: [...running.keys()].map((t) => taskWorkflowId(parentId, t)),
+    });
     observedAt = Date.now();
     for (const live of observed) {
       const entry = tended.tasks.get(live.name);
       if (entry?.status.state !== 'running') continue;
-      const { completed, errored, in_flight, waiting, saturations, runs, network_errors, resumed } = live;
-      Object.assign(entry.status, { completed, errored, in_flight, waiting, saturations, runs, network_errors, resumed });
+      const { completed, errored, in_flight, waiting, saturations, runs, network_errors, resumed } =
+        live;
+      Object.assign(entry.status, {
+        completed,
+        errored,
+        in_flight,
+        waiting,
+        saturations,
+        runs,
+        network_errors,
+        resumed,
+      });
     }
     await sendLimits(tended.tend(Date.now()));
     const entries = tended.takeUnsaved();

@@ -62,7 +62,12 @@ export class Tender {
     this.tasks.set(plan.name, {
       plan,
       status,
-      ramp: { setpoint: status.setpoint, connectionCeiling: 0, connectionClamp: null, pushbackWindows: 0 },
+      ramp: {
+        setpoint: status.setpoint,
+        connectionCeiling: 0,
+        connectionClamp: null,
+        pushbackWindows: 0,
+      },
       seen: { saturations: 0, errored: 0, networkErrors: 0 },
       workers: emptyWindow(),
     });
@@ -70,9 +75,18 @@ export class Tender {
 
   /** First limits of a starting task; may cut running ones (returned) to fit the budget. */
   start(name: string, now: number): string[] {
-    const running = this.running().map((t) => ({ name: t.plan.name, sandboxed: t.plan.sandboxed, setpoint: t.ramp.setpoint }));
+    const running = this.running().map((t) => ({
+      name: t.plan.name,
+      sandboxed: t.plan.sandboxed,
+      setpoint: t.ramp.setpoint,
+    }));
     const task = this.tasks.get(name)!;
-    const plan = initialSetpoints({ settings: this.settings, now, starting: [{ name, sandboxed: task.plan.sandboxed }], running });
+    const plan = initialSetpoints({
+      settings: this.settings,
+      now,
+      starting: [{ name, sandboxed: task.plan.sandboxed }],
+      running,
+    });
     task.ramp = { ...plan.tasks[0] };
     task.status.setpoint = task.ramp.setpoint;
     task.status.connection_limit = task.ramp.connectionCeiling;
@@ -128,7 +142,15 @@ export class Tender {
     const hold = { reason: args.reason, since: now, by: args.by };
     if (args.task) this.holds.tasks[args.task] = hold;
     else this.holds.global = hold;
-    this.log({ time: now, task: args.task ?? '*', kind: 'hold', from: null, to: null, reason: args.reason, by: args.by });
+    this.log({
+      time: now,
+      task: args.task ?? '*',
+      kind: 'hold',
+      from: null,
+      to: null,
+      reason: args.reason,
+      by: args.by,
+    });
   }
 
   resume(args: ResumeRampArgs, now: number): void {
@@ -137,7 +159,15 @@ export class Tender {
       this.holds.global = null;
       for (const task of Object.keys(this.holds.tasks)) delete this.holds.tasks[task];
     }
-    this.log({ time: now, task: args.task ?? '*', kind: 'resume', from: null, to: null, reason: 'resumed', by: args.by });
+    this.log({
+      time: now,
+      task: args.task ?? '*',
+      kind: 'resume',
+      from: null,
+      to: null,
+      reason: 'resumed',
+      by: args.by,
+    });
   }
 
   /** A new range takes effect at the next tend (SPEC §2); pinned samples never move. */
@@ -154,9 +184,23 @@ export class Tender {
       samples:
         args.range === false
           ? { type: 'fixed', value: 50 }
-          : { type: 'ramp', lo: args.range[0], hi: args.range[1], step: 20, start: clamp(50, args.range[0], args.range[1]) },
+          : {
+              type: 'ramp',
+              lo: args.range[0],
+              hi: args.range[1],
+              step: 20,
+              start: clamp(50, args.range[0], args.range[1]),
+            },
     };
-    this.log({ time: now, task: '*', kind: 'range', from: null, to: null, reason: `samples_ramp set to ${range}`, by: args.by });
+    this.log({
+      time: now,
+      task: '*',
+      kind: 'range',
+      from: null,
+      to: null,
+      reason: `samples_ramp set to ${range}`,
+      by: args.by,
+    });
   }
 
   /** History entries recorded since the last call, for the log. */
@@ -195,7 +239,14 @@ export class Tender {
         task.status.connection_limit = change.to;
       }
       touched.add(change.task);
-      this.log({ time: change.at, task: change.task, kind: change.kind, from: change.from, to: change.to, reason: change.reason });
+      this.log({
+        time: change.at,
+        task: change.task,
+        kind: change.kind,
+        from: change.from,
+        to: change.to,
+        reason: change.reason,
+      });
     }
     return [...touched];
   }

@@ -96,7 +96,8 @@ export interface SampleDone {
 }
 
 /** What the ramp is doing with a task, for display. */
-export type RampState = 'climbing' | 'held' | 'backing_off' | 'pinned' | 'at_ceiling' | 'steady' | 'finished';
+export type RampState =
+  'climbing' | 'held' | 'backing_off' | 'pinned' | 'at_ceiling' | 'steady' | 'finished';
 
 export interface TaskStatus {
   name: string;
@@ -206,7 +207,8 @@ export interface EvalSetResult {
 }
 
 export const sampleDoneSignal = defineSignal<[SampleDone]>('sampleDone');
-export const setLimitsSignal = defineSignal<[{ setpoint: number; connectionLimit: number | null }]>('setLimits');
+export const setLimitsSignal =
+  defineSignal<[{ setpoint: number; connectionLimit: number | null }]>('setLimits');
 export const holdRampSignal = defineSignal<[HoldRampArgs]>('holdRamp');
 export const resumeRampSignal = defineSignal<[ResumeRampArgs]>('resumeRamp');
 export const setSamplesRampSignal = defineSignal<[SetSamplesRampArgs]>('setSamplesRamp');

@@ -17,6 +17,8 @@ import { connectClient, resolveTemporal, type TemporalTarget } from '../../tempo
 import { stewardHome } from '../../util/home';
 import { PACKAGE_ROOT } from '../../workers/bundle';
 import { runSupervisor } from '../../workers/supervisor';
+import Dockerode from 'dockerode';
+import { reapSandboxes } from '../../sandbox/cleanup';
 import { innermostCause, readStatus } from '../../client/status';
 import { watchStewardYaml } from '../../client/steward-yaml-watch';
 import {
@@ -27,6 +29,7 @@ import {
 } from '../../workflows/types';
 import type { evalSet } from '../../workflows';
 import { createProgress } from '../progress';
+import { checkDocker, sandboxDemand } from './docker';
 import { resultJson, resultTable } from '../table';
 
 export interface LaunchOptions {
@@ -40,6 +43,8 @@ export interface LaunchOptions {
   logDir?: string;
   json?: boolean;
   detach?: boolean;
+  /** Write Docker's daemon.json fix without asking, when the preflight finds too few networks. */
+  yes?: boolean;
 }
 
 const PROGRESS_MS = 1_000;
@@ -48,7 +53,7 @@ export async function launchCommand(file: string, opts: LaunchOptions): Promise<
   const say = (line: string): void => void process.stderr.write(`${line}\n`);
   const definition = await loadDefinition(path.resolve(file));
   const flags = settingsFromFlags(opts);
-  const { errors } = resolveSettings({
+  const { settings, errors } = resolveSettings({
     flags,
     env: process.env,
     stewardYaml: await loadStewardYaml(process.cwd()),
@@ -56,6 +61,15 @@ export async function launchCommand(file: string, opts: LaunchOptions): Promise<
   });
   if (errors.length > 0) throw new ConfigError(errors);
   checkModels(definition);
+  const docker = definition.tasks.some((t) => t.sandbox !== undefined)
+    ? new Dockerode()
+    : undefined;
+  if (docker) {
+    // Preflight: can the daemon give every sandbox the run may want at once its own network?
+    const demand = await sandboxDemand(docker, settings, definition);
+    say(demand.explanation);
+    await checkDocker({ docker, demand: demand.value, yes: opts.yes ?? false, print: say });
+  }
   const logDir = path.resolve(
     opts.logDir ?? definition.log_dir ?? path.join('logs', definition.name),
   );
@@ -80,6 +94,8 @@ export async function launchCommand(file: string, opts: LaunchOptions): Promise<
       if (summary) report(summary, opts.json);
       return ExitCode.ok;
     }
+    // Sandboxes a crashed earlier run of this eval set left behind.
+    if (docker) await reapSandboxes(docker, { evalSet: definition.name });
     if (done > 0)
       say(
         `resuming eval set ${definition.name}: ${done} of ${total} samples already completed will not be re-run`,
