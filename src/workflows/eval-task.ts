@@ -14,13 +14,14 @@ import {
 } from '@temporalio/workflow';
 import type { TaskActivities } from '../activities/task';
 import { ErrorType } from '../errors';
-import { countRanges, takeFromRanges } from '../core/ranges';
+import { countRanges, rangesHave, takeFromRanges } from '../core/ranges';
 import {
   sampleDoneSignal,
   setLimitsSignal,
   taskStatusQuery,
   type EvalTaskCarry,
   type EvalTaskInput,
+  type SampleDone,
   type TaskResult,
 } from './types';
 
@@ -47,13 +48,20 @@ export async function evalTask(input: EvalTaskInput): Promise<TaskResult> {
   const carry: EvalTaskCarry = input.carry ?? (await startCarry(input));
   const inFlight = new Set(carry.inFlight);
 
-  setHandler(sampleDoneSignal, (done) => {
-    // A sample may report twice (retried after its report was sent): count it once.
-    if (!inFlight.delete(done.index)) return;
+  const count = (done: SampleDone): void => {
     if (done.ok) carry.completed++;
     else carry.errored++;
     if (done.errorType === ErrorType.networkPoolExhausted) carry.networkErrors++;
     changed = true;
+  };
+  // A report can arrive before its sample's admission is in history: a workflow task that
+  // admitted it (the local activity really started it) failed, and its retry sees the report
+  // first. Such reports wait here for the admission that follows.
+  const early = new Map<number, SampleDone>(carry.early.map((d) => [d.index, d]));
+  setHandler(sampleDoneSignal, (done) => {
+    if (inFlight.delete(done.index)) count(done);
+    else if (rangesHave(carry.pending, done.index)) early.set(done.index, done);
+    // Otherwise a repeat (a sample retried after reporting): counted once already.
   });
   setHandler(setLimitsSignal, (limits) => {
     setpoint = limits.setpoint;
@@ -80,7 +88,14 @@ export async function evalTask(input: EvalTaskInput): Promise<TaskResult> {
     ramp_state: 'steady',
   }));
 
-  const admit = async (indices: number[]): Promise<void> => {
+  const admit = async (admitted: number[]): Promise<void> => {
+    const indices = admitted.filter((index) => {
+      const done = early.get(index);
+      if (!done) return true;
+      early.delete(index);
+      count(done);
+      return false;
+    });
     for (const index of indices) inFlight.add(index);
     await startSamples({
       taskQueue,
@@ -109,7 +124,7 @@ export async function evalTask(input: EvalTaskInput): Promise<TaskResult> {
       await continueAsNew<typeof evalTask>({
         ...input,
         setpoint,
-        carry: { ...carry, inFlight: [...inFlight], runs: carry.runs + 1 },
+        carry: { ...carry, inFlight: [...inFlight], early: [...early.values()], runs: carry.runs + 1 },
       });
     }
     changed = false;
@@ -150,6 +165,7 @@ async function startCarry(input: EvalTaskInput): Promise<EvalTaskCarry> {
     resumed: plan.resumed,
     saturations: 0,
     networkErrors: 0,
+    early: [],
     runs: 1,
   };
 }
