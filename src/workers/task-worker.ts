@@ -32,6 +32,7 @@ export const WORKER_CONFIG_ENV = 'STEWARD_WORKER_CONFIG';
 
 /** Samples are bounded by the task's setpoint in the workflow, not by the worker's slots. */
 const MAX_CONCURRENT_ACTIVITIES = 4_000;
+const ORPHAN_CHECK_MS = 1_000;
 
 export async function runTaskWorker(config: WorkerProcessConfig): Promise<void> {
   installRuntime({ shutdownSignals: ['SIGINT', 'SIGTERM'] });
@@ -65,6 +66,13 @@ export async function runTaskWorker(config: WorkerProcessConfig): Promise<void> 
       }),
     ),
   );
+  // A worker outlives a supervisor killed with SIGKILL: it notices it was orphaned and stops, so
+  // a relaunch's fleet is the only one serving these queues.
+  const parent = process.ppid;
+  const orphanCheck = setInterval(() => {
+    if (process.ppid === parent) return;
+    for (const worker of workers) if (worker.getState() === 'RUNNING') worker.shutdown();
+  }, ORPHAN_CHECK_MS);
   const stopReporting = new AbortController();
   const reporting = config.reporting
     ? reportAccounts({ client, accounts, ...config.reporting, signal: stopReporting.signal })
@@ -72,6 +80,7 @@ export async function runTaskWorker(config: WorkerProcessConfig): Promise<void> 
   try {
     await Promise.all(workers.map((w) => w.run()));
   } finally {
+    clearInterval(orphanCheck);
     stopReporting.abort();
     await reporting;
     await client.connection.close();

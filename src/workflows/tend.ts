@@ -75,11 +75,9 @@ export class Tender {
 
   /** First limits of a starting task; may cut running ones (returned) to fit the budget. */
   start(name: string, now: number): string[] {
-    const running = this.running().map((t) => ({
-      name: t.plan.name,
-      sandboxed: t.plan.sandboxed,
-      setpoint: t.ramp.setpoint,
-    }));
+    const running = this.running()
+      .filter((t) => t.plan.name !== name)
+      .map((t) => ({ name: t.plan.name, sandboxed: t.plan.sandboxed, setpoint: t.ramp.setpoint }));
     const task = this.tasks.get(name)!;
     const plan = initialSetpoints({
       settings: this.settings,
@@ -87,7 +85,8 @@ export class Tender {
       starting: [{ name, sandboxed: task.plan.sandboxed }],
       running,
     });
-    task.ramp = { ...plan.tasks[0] };
+    const { setpoint, connectionCeiling, connectionClamp, pushbackWindows } = plan.tasks[0];
+    task.ramp = { setpoint, connectionCeiling, connectionClamp, pushbackWindows };
     task.status.setpoint = task.ramp.setpoint;
     task.status.connection_limit = task.ramp.connectionCeiling;
     task.status.ramp_state = this.settings.samples.type === 'pinned' ? 'pinned' : 'steady';
