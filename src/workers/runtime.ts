@@ -1,6 +1,6 @@
 /** The real dependencies of a worker process's activities. */
 import type { Client } from '@temporalio/client';
-import { DefaultLogger, Runtime } from '@temporalio/worker';
+import { DefaultLogger, Runtime, makeTelemetryFilterString } from '@temporalio/worker';
 import Dockerode from 'dockerode';
 import { loadDefinition } from '../definition/load';
 import type { Model } from '../definition/types';
@@ -60,6 +60,8 @@ export function installRuntime(options: { shutdownSignals?: NodeJS.Signals[] } =
   runtimeInstalled = true;
   Runtime.install({
     logger: new DefaultLogger('WARN'),
+    // Native (core) logs go through the same logger, to stderr: stdout is `--json`'s alone.
+    telemetryOptions: { logging: { filter: makeTelemetryFilterString({ core: 'WARN' }), forward: {} } },
     shutdownSignals: options.shutdownSignals ?? [],
   });
 }
