@@ -258,14 +258,15 @@ describe('the ramp', () => {
     try {
       run = await launch('pinned', provider, 300, ['--max-samples', '30']);
       const seen = new Set<number>();
-      const watching = (async () => {
-        for (let s = await status(run); s?.state !== 'done'; s = await status(run)) {
-          if (s?.tasks[0]?.state === 'running') seen.add(setpointOf(s));
-          await new Promise((r) => setTimeout(r, 250));
-        }
-      })();
+      // Watch until the CLI exits (a finished eval set answers no query once its workers stop).
+      let exited = false;
+      void run.exited.then(() => (exited = true));
+      while (!exited) {
+        const s = await status(run);
+        if (s?.tasks[0]?.state === 'running') seen.add(setpointOf(s));
+        await new Promise((r) => setTimeout(r, 250));
+      }
       expect(await run.exited).toBe(0);
-      await watching.catch(() => undefined);
       expect([...seen]).toEqual([30]);
       const entries = await fs
         .readFile(path.join(run.logDir, 'ramp-history.jsonl'), 'utf8')
