@@ -13,7 +13,7 @@ import * as path from 'node:path';
 import { loadDefinition } from '../src/definition/load';
 import { runSample } from '../src/eval/run-sample';
 import { createModel } from '../src/models';
-import { DEFAULT_SQLITE_PRAGMAS, stewardSearchAttributes } from '../src/temporal/config';
+import { throwawayDevConfig } from '../src/temporal/config';
 import { ensureDevServer, stopDevServer } from '../src/temporal/devserver';
 import { freePort } from '../test/setup/global-setup';
 
@@ -28,21 +28,7 @@ async function main(): Promise<void> {
   const baselineMs = await baseline(file);
 
   const stewardDir = path.join(dir, '.steward');
-  const server = await ensureDevServer(
-    {
-      ip: '127.0.0.1',
-      port: await freePort(),
-      uiPort: false,
-      namespace: 'default',
-      dbFilename: path.join(dir, 'temporal.db'),
-      logLevel: 'warn',
-      logFormat: 'text',
-      searchAttributes: { ...stewardSearchAttributes },
-      dynamicConfig: {},
-      sqlitePragmas: { ...DEFAULT_SQLITE_PRAGMAS },
-    },
-    { stewardDir },
-  );
+  const server = await ensureDevServer(throwawayDevConfig(dir, await freePort()), { stewardDir });
   try {
     const run = await launch(file, path.join(dir, 'logs'), {
       ...process.env,

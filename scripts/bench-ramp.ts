@@ -24,7 +24,7 @@ import * as os from 'node:os';
 import * as path from 'node:path';
 import { parseArgs } from 'node:util';
 import { startSimProvider, type SimProvider } from '../src/sim/provider';
-import { DEFAULT_SQLITE_PRAGMAS, stewardSearchAttributes } from '../src/temporal/config';
+import { throwawayDevConfig } from '../src/temporal/config';
 import { ensureDevServer, stopDevServer } from '../src/temporal/devserver';
 import { freePort } from '../test/setup/global-setup';
 import { TASK, writeBenchEvalSets } from './ramp/eval-set';
@@ -109,21 +109,7 @@ async function main(): Promise<void> {
   );
 
   const stewardDir = path.join(dir, '.steward');
-  const server = await ensureDevServer(
-    {
-      ip: '127.0.0.1',
-      port: await freePort(),
-      uiPort: false,
-      namespace: 'default',
-      dbFilename: path.join(dir, 'temporal.db'),
-      logLevel: 'warn',
-      logFormat: 'text',
-      searchAttributes: { ...stewardSearchAttributes },
-      dynamicConfig: {},
-      sqlitePragmas: { ...DEFAULT_SQLITE_PRAGMAS },
-    },
-    { stewardDir },
-  );
+  const server = await ensureDevServer(throwawayDevConfig(dir, await freePort()), { stewardDir });
   const provider = await startSimProvider({ ...PROVIDER, apiKey: API_KEY });
   const env = {
     ...withoutStewardSettings(process.env),

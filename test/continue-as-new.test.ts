@@ -5,7 +5,7 @@
  */
 import * as path from 'node:path';
 import { Client, Connection } from '@temporalio/client';
-import { DEFAULT_SQLITE_PRAGMAS, stewardSearchAttributes } from '../src/temporal/config';
+import { throwawayDevConfig } from '../src/temporal/config';
 import { ensureDevServer, stopDevServer } from '../src/temporal/devserver';
 import { taskQueueFor, taskWorkflowId, evalSetWorkflowId } from '../src/workflows/types';
 import { freePort } from './setup/global-setup';
@@ -22,18 +22,9 @@ describe('continue-as-new without draining', () => {
   beforeAll(async () => {
     stewardDir = await tempDir('steward-can-');
     const { address, namespace } = await ensureDevServer(
-      {
-        ip: '127.0.0.1',
-        port: await freePort(),
-        uiPort: false,
-        namespace: 'default',
-        dbFilename: path.join(stewardDir, 'temporal.db'),
-        logLevel: 'warn',
-        logFormat: 'text',
-        searchAttributes: { ...stewardSearchAttributes },
-        dynamicConfig: { 'limit.historyCount.suggestContinueAsNew': 1_000 },
-        sqlitePragmas: { ...DEFAULT_SQLITE_PRAGMAS },
-      },
+      throwawayDevConfig(stewardDir, await freePort(), {
+        'limit.historyCount.suggestContinueAsNew': 1_000,
+      }),
       { stewardDir },
     );
     env = {

@@ -5,6 +5,7 @@
 import { WorkflowNotFoundError, type Client } from '@temporalio/client';
 import {
   statusQuery,
+  taskCounters,
   taskStatusQuery,
   taskWorkflowId,
   type EvalSetResult,
@@ -48,29 +49,7 @@ export async function readStatus(client: Client, workflowId: string): Promise<Li
           QUERY_TIMEOUT_MS,
           NO_ANSWER,
         ).catch(() => undefined);
-        // Counters from the task itself; the ramp's fields stay the eval set's.
-        if (live) {
-          const {
-            completed,
-            errored,
-            in_flight,
-            waiting,
-            saturations,
-            runs,
-            network_errors,
-            resumed,
-          } = live;
-          Object.assign(task, {
-            completed,
-            errored,
-            in_flight,
-            waiting,
-            saturations,
-            runs,
-            network_errors,
-            resumed,
-          });
-        }
+        if (live) Object.assign(task, taskCounters(live));
       }),
   );
   return { kind: 'running', status };

@@ -237,3 +237,26 @@ function valueAt(raw: unknown, at: string[]): unknown {
   }
   return value;
 }
+
+/**
+ * A headless dev server on loopback whose state lives in `dir`: for tests and benchmarks that
+ * need a server of their own.
+ */
+export function throwawayDevConfig(
+  dir: string,
+  port: number,
+  dynamicConfig: Record<string, JsonValue> = {},
+): TemporalDevConfig {
+  return {
+    ip: '127.0.0.1',
+    port,
+    uiPort: false,
+    namespace: 'default',
+    dbFilename: path.join(dir, 'temporal.db'),
+    logLevel: 'warn',
+    logFormat: 'text',
+    searchAttributes: { ...stewardSearchAttributes },
+    dynamicConfig,
+    sqlitePragmas: { ...DEFAULT_SQLITE_PRAGMAS },
+  };
+}

@@ -61,7 +61,9 @@ export function installRuntime(options: { shutdownSignals?: NodeJS.Signals[] } =
   Runtime.install({
     logger: new DefaultLogger('WARN'),
     // Native (core) logs go through the same logger, to stderr: stdout is `--json`'s alone.
-    telemetryOptions: { logging: { filter: makeTelemetryFilterString({ core: 'WARN' }), forward: {} } },
+    telemetryOptions: {
+      logging: { filter: makeTelemetryFilterString({ core: 'WARN' }), forward: {} },
+    },
     shutdownSignals: options.shutdownSignals ?? [],
   });
 }

@@ -23,6 +23,7 @@ import {
   setLimitsSignal,
   setSamplesRampSignal,
   statusQuery,
+  taskCounters,
   taskWorkflowId,
   workerReportSignal,
   type EvalSetInput,
@@ -157,18 +158,7 @@ export async function evalSet(input: EvalSetInput): Promise<EvalSetResult> {
     for (const live of observed) {
       const entry = tended.tasks.get(live.name);
       if (entry?.status.state !== 'running') continue;
-      const { completed, errored, in_flight, waiting, saturations, runs, network_errors, resumed } =
-        live;
-      Object.assign(entry.status, {
-        completed,
-        errored,
-        in_flight,
-        waiting,
-        saturations,
-        runs,
-        network_errors,
-        resumed,
-      });
+      Object.assign(entry.status, taskCounters(live));
     }
     await sendLimits(tended.tend(Date.now()));
     const entries = tended.takeUnsaved();

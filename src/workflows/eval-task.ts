@@ -124,7 +124,12 @@ export async function evalTask(input: EvalTaskInput): Promise<TaskResult> {
       await continueAsNew<typeof evalTask>({
         ...input,
         setpoint,
-        carry: { ...carry, inFlight: [...inFlight], early: [...early.values()], runs: carry.runs + 1 },
+        carry: {
+          ...carry,
+          inFlight: [...inFlight],
+          early: [...early.values()],
+          runs: carry.runs + 1,
+        },
       });
     }
     changed = false;

@@ -128,6 +128,13 @@ export interface TaskStatus {
   ramp_reason?: string;
 }
 
+/** A task's own counters, as it reports them; the ramp's fields are the eval set's to set. */
+export function taskCounters(status: TaskStatus) {
+  const { completed, errored, in_flight, waiting, saturations, runs, network_errors, resumed } =
+    status;
+  return { completed, errored, in_flight, waiting, saturations, runs, network_errors, resumed };
+}
+
 /** One entry of the ramp history: a setpoint or ceiling change, a hold, a resume, a new range. */
 export interface RampHistoryEntry {
   /** ISO time. */

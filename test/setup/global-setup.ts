@@ -8,11 +8,7 @@ import { mkdtemp } from 'node:fs/promises';
 import net from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
-import {
-  DEFAULT_SQLITE_PRAGMAS,
-  stewardSearchAttributes,
-  type TemporalDevConfig,
-} from '../../src/temporal/config';
+import { throwawayDevConfig } from '../../src/temporal/config';
 import { ensureDevServer } from '../../src/temporal/devserver';
 
 /** Read by global-teardown, which Jest runs in this same process. */
@@ -21,20 +17,9 @@ export const testServerDirKey = Symbol.for('steward.testTemporalDir');
 export default async function globalSetup(): Promise<void> {
   const stewardDir = await mkdtemp(path.join(os.tmpdir(), 'steward-test-temporal-'));
   (globalThis as Record<symbol, unknown>)[testServerDirKey] = stewardDir;
-  const config: TemporalDevConfig = {
-    ip: '127.0.0.1',
-    port: await freePort(),
-    uiPort: false,
-    namespace: 'default',
-    dbFilename: path.join(stewardDir, 'temporal.db'),
-    logLevel: 'warn',
-    logFormat: 'text',
-    searchAttributes: { ...stewardSearchAttributes },
-    // Server defaults throughout (limit.historyCount.suggestContinueAsNew included), so
-    // continue-as-new is tested at the limits users get.
-    dynamicConfig: {},
-    sqlitePragmas: { ...DEFAULT_SQLITE_PRAGMAS },
-  };
+  // Server defaults throughout (limit.historyCount.suggestContinueAsNew included), so
+  // continue-as-new is tested at the limits users get.
+  const config = throwawayDevConfig(stewardDir, await freePort());
   const { address, namespace } = await ensureDevServer(config, {
     stewardDir,
     onProgress: (message) => process.stderr.write(`${message}\n`),
