@@ -7,6 +7,7 @@ import { sampleKey } from '../logs/store';
 import {
   sampleWorkflowId,
   type IndexRanges,
+  type SampleDone,
   type SampleInput,
   type TaskMetrics,
 } from '../workflows/types';
@@ -69,6 +70,33 @@ export function createTaskActivities(deps: ActivityDeps) {
         if (done.has(key)) completed.push(index);
       }
       return { total, pending: rangesExcept(total, completed), resumed: completed.length };
+    },
+
+    /** The reports of the given samples whose workflows have closed (their results). */
+    async findClosedSamples(args: {
+      parentId: string;
+      chain: string;
+      indices: number[];
+    }): Promise<SampleDone[]> {
+      const client = deps.client;
+      if (!client) throw new Error('findClosedSamples needs a Temporal client');
+      const found: SampleDone[] = [];
+      for (let i = 0; i < args.indices.length; i += START_CONCURRENCY) {
+        const batch = args.indices.slice(i, i + START_CONCURRENCY);
+        const results = await Promise.all(
+          batch.map(async (index) => {
+            const handle = client.workflow.getHandle(
+              sampleWorkflowId(args.parentId, args.chain, index),
+            );
+            const { status } = await handle.describe();
+            return status.name === 'COMPLETED'
+              ? ((await handle.result()) as SampleDone)
+              : undefined;
+          }),
+        );
+        found.push(...results.filter((r): r is SampleDone => r !== undefined));
+      }
+      return found;
     },
 
     /**

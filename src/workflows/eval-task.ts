@@ -32,16 +32,20 @@ const { planTask, finishTask, awaitSamplesClosed } = proxyActivities<TaskActivit
 });
 
 // Admission is a local activity: one marker in this history per batch, no extra server round trip.
-const { startSamples } = proxyLocalActivities<TaskActivities>({
+const { startSamples, findClosedSamples } = proxyLocalActivities<TaskActivities>({
   startToCloseTimeout: '1 minute',
   retry: { maximumInterval: '10 seconds' },
 });
+
+/** How long handed-over samples may stay silent before their workflows are asked directly. */
+const HANDED_OVER_SILENCE = '15 seconds';
 
 /** Past this many events we continue-as-new even if the server has not suggested it yet. */
 const HISTORY_EVENTS_CEILING = 20_000;
 
 export async function evalTask(input: EvalTaskInput): Promise<TaskResult> {
   const { workflowId, taskQueue, firstExecutionRunId } = workflowInfo();
+  const chain = firstExecutionRunId.slice(0, 8);
   let setpoint = input.setpoint;
   let connectionLimit: number | null = null;
   let changed = false;
@@ -58,7 +62,12 @@ export async function evalTask(input: EvalTaskInput): Promise<TaskResult> {
   // admitted it (the local activity really started it) failed, and its retry sees the report
   // first. Such reports wait here for the admission that follows.
   const early = new Map<number, SampleDone>(carry.early.map((d) => [d.index, d]));
+  // Samples handed over by the previous run. A report that reached the previous run after it
+  // decided to continue-as-new (the SDK delivers such signals to a workflow that has already
+  // returned) is in that run's history, not here: if one of these stays silent, ask its workflow.
+  const handedOver = new Set(input.carry?.inFlight ?? []);
   setHandler(sampleDoneSignal, (done) => {
+    handedOver.delete(done.index);
     if (inFlight.delete(done.index)) count(done);
     else if (rangesHave(carry.pending, done.index)) early.set(done.index, done);
     // Otherwise a repeat (a sample retried after reporting): counted once already.
@@ -106,7 +115,7 @@ export async function evalTask(input: EvalTaskInput): Promise<TaskResult> {
         logDir: input.logDir,
         index,
         parentId: workflowId,
-        chain: firstExecutionRunId.slice(0, 8),
+        chain,
       })),
     });
   };
@@ -133,7 +142,21 @@ export async function evalTask(input: EvalTaskInput): Promise<TaskResult> {
       });
     }
     changed = false;
-    await condition(() => changed);
+    const reported = await condition(
+      () => changed,
+      handedOver.size > 0 ? HANDED_OVER_SILENCE : undefined,
+    );
+    if (!reported) {
+      const closed = await findClosedSamples({
+        parentId: workflowId,
+        chain,
+        indices: [...handedOver],
+      });
+      for (const done of closed) {
+        handedOver.delete(done.index);
+        if (inFlight.delete(done.index)) count(done);
+      }
+    }
   }
 
   await awaitSamplesClosed({ taskQueue });
