@@ -7,6 +7,7 @@ import { promises as fs } from 'node:fs';
 import { ApplicationFailure } from '@temporalio/common';
 import { loadStewardYaml } from '../config/load';
 import { resolveSettings } from '../config/settings';
+import { sampleCount } from '../definition/samples';
 import { ErrorType, formatIssue } from '../errors';
 import { defaultMaxSandboxes } from '../sandbox/budget';
 import {
@@ -62,7 +63,7 @@ export function createControlActivities(deps: ActivityDeps) {
         tasks: definition.tasks.map((task) => ({
           name: task.name,
           taskQueue: taskQueueFor(definition.name, task.name),
-          samples: task.dataset.length * task.epochs,
+          samples: sampleCount(task),
           model: task.model,
           sandboxed: task.sandbox !== undefined,
         })),

@@ -6,6 +6,7 @@ import { Context } from '@temporalio/activity';
 import type Dockerode from 'dockerode';
 import type { SampleContext } from '../definition/types';
 import { runSample as solveAndScore } from '../eval/run-sample';
+import { sampleAt } from '../definition/samples';
 import { ErrorType } from '../errors';
 import { reapSandboxes } from '../sandbox/cleanup';
 import { withSandbox } from '../sandbox/docker';
@@ -26,8 +27,7 @@ export function createSampleActivities(deps: ActivityDeps) {
       const ctx = Context.current();
       const definition = await deps.loadDefinition(input.definition);
       const task = findTask(definition, input.task);
-      const sample = task.dataset[input.index % task.dataset.length];
-      const epoch = Math.floor(input.index / task.dataset.length) + 1;
+      const { sample, epoch } = sampleAt(task, input.index);
       const store = deps.logStore(input.logDir);
 
       // An earlier attempt may have recorded the result and died before reporting it.

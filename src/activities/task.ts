@@ -2,6 +2,7 @@
 import { setTimeout as sleep } from 'node:timers/promises';
 import { Context } from '@temporalio/activity';
 import { rangesExcept } from '../core/ranges';
+import { indicesWithKeys, sampleCount } from '../definition/samples';
 import { taskMetrics } from '../eval/metrics';
 import { sampleKey } from '../logs/store';
 import {
@@ -61,14 +62,9 @@ export function createTaskActivities(deps: ActivityDeps) {
       ref: TaskRef,
     ): Promise<{ total: number; pending: IndexRanges; resumed: number }> {
       const task = findTask(await deps.loadDefinition(ref.definition), ref.task);
-      const size = task.dataset.length;
-      const total = size * task.epochs;
+      const total = sampleCount(task);
       const done = await deps.logStore(ref.logDir).completedKeys(task.name);
-      const completed: number[] = [];
-      for (let index = 0; index < total; index++) {
-        const key = sampleKey(task.dataset[index % size].id, Math.floor(index / size) + 1);
-        if (done.has(key)) completed.push(index);
-      }
+      const completed = indicesWithKeys(task, done, sampleKey);
       return { total, pending: rangesExcept(total, completed), resumed: completed.length };
     },
 
@@ -123,7 +119,7 @@ export function createTaskActivities(deps: ActivityDeps) {
       const task = findTask(definition, ref.task);
       const store = deps.logStore(ref.logDir);
       const records = await store.readSamples(task.name);
-      const total = task.dataset.length * task.epochs;
+      const total = sampleCount(task);
       const metrics =
         records.length === 0
           ? null

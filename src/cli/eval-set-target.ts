@@ -3,6 +3,7 @@
  * running. Asks the Temporal server only (describe, list), never the workers, so it works while
  * every worker is down: signals sent then wait in the workflow's history.
  */
+import { runningEvalSets } from '../client/status';
 import { WorkflowNotFoundError, type Client } from '@temporalio/client';
 import { StewardError } from '../errors';
 import { evalSetWorkflowId } from '../workflows/types';
@@ -30,17 +31,6 @@ export async function findEvalSet(client: Client, name?: string): Promise<EvalSe
   throw new StewardError(
     `${running.length} eval sets are running (${names}); pick one with --eval-set NAME`,
   );
-}
-
-/** Workflow ids of the running `evalSet` workflows. */
-export async function runningEvalSets(client: Client): Promise<string[]> {
-  const ids: string[] = [];
-  for await (const wf of client.workflow.list({
-    query: "WorkflowType = 'evalSet' AND ExecutionStatus = 'Running'",
-  })) {
-    ids.push(wf.workflowId);
-  }
-  return ids;
 }
 
 /** `steward-hello` -> `hello`; an id Steward did not choose (stock CLI) is its own name. */

@@ -2,6 +2,7 @@
  * What `steward status` prints: a table per eval set for people, stable JSON for scripts. Pure:
  * the command reads the workflows and hands the result here.
  */
+import { alignColumns } from './table';
 import type { LiveStatus } from '../client/status';
 import type { EvalSetStatus, RampHistoryEntry, RampState, TaskStatus } from '../workflows/types';
 import { resultJson, resultTable } from './table';
@@ -57,6 +58,11 @@ const TASK_COLUMNS = [
 ];
 /** Columns read as text, left-aligned; the others are numbers. */
 const TEXT_COLUMNS = new Set(['task', 'state', 'ramp']);
+
+/** Rows of a table, indented under the header line. */
+function table(rows: string[][], rightAligned: boolean[]): string[] {
+  return alignColumns(rows, rightAligned).map((line) => `  ${line}`);
+}
 
 function runningText(workflowId: string, status: EvalSetStatus): string {
   const lines = [`${status.eval_set} (${workflowId}): ${status.state}`];
@@ -128,17 +134,4 @@ function historyRow(e: RampHistoryEntry): string[] {
     `${e.kind}${moved}`,
     [e.reason, e.by && `(${e.by})`].filter(Boolean).join(' '),
   ];
-}
-
-/** Rows padded to aligned columns, indented under the header line; the last column runs free. */
-function table(rows: string[][], rightAligned: boolean[]): string[] {
-  const widths = rows[0].map((_, i) => Math.max(...rows.map((r) => r[i].length)));
-  return rows.map((cells) =>
-    `  ${cells
-      .map((c, i) => {
-        if (i === cells.length - 1) return c;
-        return rightAligned[i] ? c.padStart(widths[i]) : c.padEnd(widths[i]);
-      })
-      .join('  ')}`.trimEnd(),
-  );
 }

@@ -1,6 +1,23 @@
 /** The final table of an eval set's results. */
 import type { EvalSetResult } from '../workflows/types';
 
+/**
+ * Rows padded to aligned columns, two spaces apart. A left-aligned last column runs free, so a
+ * long reason does not widen the table.
+ */
+export function alignColumns(rows: string[][], rightAligned: boolean[]): string[] {
+  const widths = rows[0].map((_, i) => Math.max(...rows.map((r) => r[i].length)));
+  return rows.map((cells) =>
+    cells
+      .map((c, i) => {
+        if (rightAligned[i]) return c.padStart(widths[i]);
+        return i === cells.length - 1 ? c : c.padEnd(widths[i]);
+      })
+      .join('  ')
+      .trimEnd(),
+  );
+}
+
 export function resultTable(result: EvalSetResult): string {
   const header = ['task', 'samples', 'completed', 'errored', 'accuracy', 'stderr'];
   const rows = result.tasks.map((t) => [
@@ -11,10 +28,13 @@ export function resultTable(result: EvalSetResult): string {
     t.metrics ? t.metrics.accuracy.toFixed(3) : '-',
     t.metrics ? t.metrics.stderr.toFixed(3) : '-',
   ]);
-  const widths = header.map((h, i) => Math.max(h.length, ...rows.map((r) => r[i].length)));
-  const line = (cells: string[]): string =>
-    cells.map((c, i) => (i === 0 ? c.padEnd(widths[i]) : c.padStart(widths[i]))).join('  ');
-  return [line(header), line(widths.map((w) => '-'.repeat(w))), ...rows.map(line)].join('\n');
+  const rule = header.map((h, i) =>
+    '-'.repeat(Math.max(h.length, ...rows.map((r) => r[i].length))),
+  );
+  return alignColumns(
+    [header, rule, ...rows],
+    header.map((_, i) => i > 0),
+  ).join('\n');
 }
 
 /** The `--json` summary: stable keys for scripts. */

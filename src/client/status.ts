@@ -75,3 +75,14 @@ export function innermostCause(err: unknown): { message: string; type?: string }
     type: typeof type === 'string' ? type : undefined,
   };
 }
+
+/** Workflow ids of the running `evalSet` workflows. */
+export async function runningEvalSets(client: Client): Promise<string[]> {
+  const ids: string[] = [];
+  for await (const wf of client.workflow.list({
+    query: "WorkflowType = 'evalSet' AND ExecutionStatus = 'Running'",
+  })) {
+    ids.push(wf.workflowId);
+  }
+  return ids;
+}

@@ -7,6 +7,7 @@ import type { Client } from '@temporalio/client';
 import type { TemporalTarget } from '../temporal/connection';
 import { NativeConnection, Worker } from '@temporalio/worker';
 import { createActivities } from '../activities';
+import { runningEvalSets } from '../client/status';
 import { STEWARD_TASK_QUEUE, statusQuery, type EvalSetStatus } from '../workflows/types';
 import { workflowBundlePath, PACKAGE_ROOT } from './bundle';
 import { Fleet, assignSlots, type FleetEvent, type WorkerSlot } from './fleet';
@@ -97,16 +98,6 @@ export function wantedSlots(evalSetId: string, status: EvalSetStatus): WorkerSlo
         intervalMs: settings.tendIntervalMs,
       },
     }));
-}
-
-async function runningEvalSets(client: Client): Promise<string[]> {
-  const ids: string[] = [];
-  for await (const wf of client.workflow.list({
-    query: "WorkflowType = 'evalSet' AND ExecutionStatus = 'Running'",
-  })) {
-    ids.push(wf.workflowId);
-  }
-  return ids;
 }
 
 function delay(ms: number, signal: AbortSignal): Promise<void> {

@@ -3,6 +3,7 @@
  * every sandbox it can want at once? If not, say both numbers and offer the daemon.json fix.
  * `steward launch` runs the same check ({@link checkDocker}) before it starts a sandboxed run.
  */
+import { sampleCount } from '../../definition/samples';
 import * as path from 'node:path';
 import { createInterface } from 'node:readline/promises';
 import Dockerode from 'dockerode';
@@ -68,7 +69,7 @@ export async function sandboxDemand(
   definition?: EvalSetDefinition,
 ): Promise<SandboxDemand> {
   const tasks = (definition?.tasks ?? []).map((task) => ({
-    samples: task.dataset.length * task.epochs,
+    samples: sampleCount(task),
     sandboxed: task.sandbox !== undefined,
   }));
   if (definition && !tasks.some((task) => task.sandboxed)) {

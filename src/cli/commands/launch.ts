@@ -9,6 +9,7 @@ import { WorkflowIdReusePolicy, type Client, type WorkflowHandle } from '@tempor
 import { loadStewardYaml } from '../../config/load';
 import { parseKnobText, resolveSettings } from '../../config/settings';
 import { loadDefinition } from '../../definition/load';
+import { indicesWithKeys, sampleCount } from '../../definition/samples';
 import type { ConcurrencySettings, EvalSetDefinition } from '../../definition/types';
 import { ConfigError, ErrorType, ExitCode, StewardError } from '../../errors';
 import { openLogStore, sampleKey } from '../../logs/store';
@@ -245,13 +246,8 @@ async function countCompleted(
   let done = 0;
   let total = 0;
   for (const task of definition.tasks) {
-    const keys = await store.completedKeys(task.name);
-    for (let epoch = 1; epoch <= task.epochs; epoch++) {
-      for (const sample of task.dataset) {
-        total++;
-        if (keys.has(sampleKey(sample.id, epoch))) done++;
-      }
-    }
+    done += indicesWithKeys(task, await store.completedKeys(task.name), sampleKey).length;
+    total += sampleCount(task);
   }
   return { done, total };
 }

@@ -3,7 +3,7 @@ import { ExitCode, StewardError } from '../../errors';
 import { readStatus } from '../../client/status';
 import { connectClient, resolveTemporal } from '../../temporal/connection';
 import { evalSetWorkflowId } from '../../workflows/types';
-import { runningEvalSets } from '../eval-set-target';
+import { runningEvalSets } from '../../client/status';
 import { statusJson, statusText } from '../status-view';
 
 export async function statusCommand(
