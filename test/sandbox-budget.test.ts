@@ -76,9 +76,12 @@ describe('max_sandboxes 60 over 3 sandboxed tasks', () => {
       [STEWARD_BIN, 'launch', file, '--json', '--log-dir', logDir, '--tend-interval', '2'],
       {
         env: { ...process.env, SIM_BASE_URL: provider.url, SIM_API_KEY: 'sim' },
-        stdio: 'ignore',
+        stdio: ['ignore', 'pipe', 'pipe'],
       },
     );
+    let output = '';
+    child.stdout.on('data', (d: Buffer) => (output += d.toString()));
+    child.stderr.on('data', (d: Buffer) => (output += d.toString()));
     const exited = new Promise<number | null>((resolve) => child.on('exit', resolve));
 
     let done = false;
@@ -94,7 +97,7 @@ describe('max_sandboxes 60 over 3 sandboxed tasks', () => {
       await new Promise((r) => setTimeout(r, 200));
     }
 
-    expect(await exited).toBe(0);
+    expect({ code: await exited, output }).toMatchObject({ code: 0 });
     expect(sums.length).toBeGreaterThan(10);
     expect(Math.max(...sums)).toBeLessThanOrEqual(BUDGET);
     // The budget was used: the three tasks ran at shares of it together.

@@ -6,6 +6,7 @@
 import {
   ParentClosePolicy,
   condition,
+  log,
   proxyActivities,
   proxyLocalActivities,
   setHandler,
@@ -91,12 +92,21 @@ export async function evalSet(input: EvalSetInput): Promise<EvalSetResult> {
 
   const sendLimits = async (names: string[]): Promise<void> => {
     await Promise.all(
-      names.map((name) => {
+      names.map(async (name) => {
         const task = tended.tasks.get(name)!;
-        return running.get(name)?.signal(setLimitsSignal, {
-          setpoint: task.ramp.setpoint,
-          connectionLimit: task.ramp.connectionCeiling,
-        });
+        try {
+          await running.get(name)?.signal(setLimitsSignal, {
+            setpoint: task.ramp.setpoint,
+            connectionLimit: task.ramp.connectionCeiling,
+          });
+        } catch (err) {
+          // The task closed before its completion reached this workflow (a tend or a budget cut
+          // raced its last sample): its limits no longer matter, and its result is on the way.
+          log.info('setLimits not delivered: the task has closed', {
+            task: name,
+            error: (err as Error).message,
+          });
+        }
       }),
     );
   };
