@@ -26,6 +26,7 @@ import { parseArgs } from 'node:util';
 import { startSimProvider, type SimProvider } from '../src/sim/provider';
 import { throwawayDevConfig } from '../src/temporal/config';
 import { ensureDevServer, stopDevServer } from '../src/temporal/devserver';
+import { readSampleRecords } from '../test/helpers/results';
 import { freePort } from '../test/setup/global-setup';
 import { TASK, writeBenchEvalSets } from './ramp/eval-set';
 import { countCompleted, launchRun, readRampHistory, ROOT, type LaunchRun } from './ramp/launch';
@@ -86,6 +87,8 @@ interface Measured {
   /** Wall time, or the projection to all samples when the run was stopped. */
   wallS: number;
   climbEndS?: number;
+  /** Samples running on average (from their records): each holds a sandbox in an agentic eval. */
+  samplesRunning: number;
 }
 
 async function main(): Promise<void> {
@@ -196,7 +199,13 @@ async function measure(spec: RunSpec, ctx: BenchContext): Promise<Measured> {
   const wallS = run.stopped
     ? (run.wallMs / 1000) * ((ctx.samples * STEPS_PER_SAMPLE) / Math.max(1, answered))
     : run.wallMs / 1000;
-  const result: Measured = { spec, run, completed, wallS };
+  const records = await readSampleRecords(logDir, TASK);
+  const busyMs = records.reduce(
+    (sum, r) => sum + Date.parse(r.completed_at) - Date.parse(r.started_at),
+    0,
+  );
+  const samplesRunning = busyMs / run.wallMs;
+  const result: Measured = { spec, run, completed, wallS, samplesRunning };
   if (spec.key !== 'a') return result;
 
   const history = await readRampHistory(logDir);
@@ -255,6 +264,8 @@ function table(measured: Measured[], samples: number): string {
       '429 share',
       '429 after climb',
       'mean in flight',
+      'samples running',
+      'samples idle',
     ],
     ...measured.map((m) => [
       m.spec.label,
@@ -267,6 +278,9 @@ function table(measured: Measured[], samples: number): string {
         ? '-'
         : `${percent(rateLimitedShare(m.run.stats.series, m.climbEndS))} (from ${m.climbEndS.toFixed(0)} s)`,
       mean(m.run.inFlightReadings).toFixed(1),
+      m.samplesRunning.toFixed(1),
+      // A sample without a request at the provider waits for a connection or a retry: idle.
+      percent(Math.max(0, 1 - mean(m.run.inFlightReadings) / m.samplesRunning)),
     ]),
   ];
   const widths = rows[0].map((_, i) => Math.max(...rows.map((r) => r[i].length)));

@@ -54,6 +54,13 @@ export interface ConnectionsWindow {
   cuts: number;
   transientErrors: number;
   successes: number;
+  /**
+   * Share of the window (0-1) during which calls queued behind a limit that binds: a fixed one,
+   * or an adaptive one that has met the provider's rate limit. Near 1, the connections, not the
+   * samples, limit the task, and more samples would only wait. Queueing while an adaptive limit
+   * is still doubling is not counted: the next rounds grow it away.
+   */
+  queuedShare: number;
 }
 
 /** A concurrency limit on model calls. Waiters are served first come, first served. */
@@ -85,6 +92,7 @@ const emptyWindow = (limit: number): ConnectionsWindow => ({
   cuts: 0,
   transientErrors: 0,
   successes: 0,
+  queuedShare: 0,
 });
 
 /**
@@ -99,6 +107,11 @@ abstract class SlotLimiter implements ConnectionLimiter {
   private cooldownUntil = Number.NEGATIVE_INFINITY;
   private totals = { cuts: 0, rateLimitEpisodes: 0, successes: 0 };
   private window: ConnectionsWindow;
+  private windowStart: number;
+  /** Milliseconds of the window with a call queued, up to `queuedSince`. */
+  private queuedMs = 0;
+  /** Since when calls have queued without a break; null while the queue is empty. */
+  private queuedSince: number | null = null;
 
   protected constructor(
     limit: number,
@@ -107,6 +120,7 @@ abstract class SlotLimiter implements ConnectionLimiter {
   ) {
     this.limit = limit;
     this.window = emptyWindow(limit);
+    this.windowStart = now();
   }
 
   abstract setCeiling(ceiling: number): void;
@@ -115,6 +129,10 @@ abstract class SlotLimiter implements ConnectionLimiter {
   protected onGrant(_inFlight: number): void {}
   /** Called once per finished attempt, after its slot is free again. */
   protected onOutcome(_outcome: CallOutcome): void {}
+  /** Whether calls queued now wait on a limit that binds (see {@link ConnectionsWindow.queuedShare}). */
+  protected limitBinds(): boolean {
+    return true;
+  }
 
   acquire(signal?: AbortSignal): Promise<Release> {
     if (signal?.aborted) return Promise.reject(signal.reason);
@@ -127,11 +145,13 @@ abstract class SlotLimiter implements ConnectionLimiter {
         waiter.onAbort = () => {
           const index = this.waiters.indexOf(waiter);
           if (index >= 0) this.waiters.splice(index, 1);
+          this.queueChanged();
           reject(signal.reason);
         };
         signal.addEventListener('abort', waiter.onAbort, { once: true });
       }
       this.waiters.push(waiter);
+      this.queueChanged();
     });
   }
 
@@ -147,8 +167,15 @@ abstract class SlotLimiter implements ConnectionLimiter {
   }
 
   drainWindow(): ConnectionsWindow {
-    const window = { ...this.window, limit: this.limit };
+    const now = this.now();
+    const queued = this.queuedMs + (this.queuedSince === null ? 0 : now - this.queuedSince);
+    const elapsed = now - this.windowStart;
+    const queuedShare = elapsed > 0 ? Math.min(1, queued / elapsed) : 0;
+    const window = { ...this.window, limit: this.limit, queuedShare };
     this.window = emptyWindow(this.limit);
+    this.windowStart = now;
+    this.queuedMs = 0;
+    if (this.queuedSince !== null) this.queuedSince = now;
     return window;
   }
 
@@ -215,6 +242,17 @@ abstract class SlotLimiter implements ConnectionLimiter {
       }
       waiter.resolve(this.grant());
     }
+    this.queueChanged();
+  }
+
+  /** Starts or stops the clock of queued time as the queue fills or empties. */
+  private queueChanged(): void {
+    const queued = this.waiters.length > 0 && this.limitBinds();
+    if (queued && this.queuedSince === null) this.queuedSince = this.now();
+    else if (!queued && this.queuedSince !== null) {
+      this.queuedMs += this.now() - this.queuedSince;
+      this.queuedSince = null;
+    }
   }
 }
 
@@ -272,6 +310,10 @@ export class AdaptiveConnections extends SlotLimiter {
 
   protected get ceiling(): number {
     return this.max;
+  }
+
+  protected override limitBinds(): boolean {
+    return this.rateLimitSeen;
   }
 
   /**

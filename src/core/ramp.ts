@@ -14,7 +14,11 @@
  *    `lo`);
  * 4. raises fill the budget left, lowest setpoints first: below `lo` comes up to `lo` (no window
  *    or hold checks; only the budget may keep a task below `lo`); then a climb by one step when
- *    the five gates held, capped by `hi`, the remaining samples and the budget.
+ *    the five gates held, capped by `hi`, the remaining samples and the budget. A task whose
+ *    model calls queued for a connection through most of the window, behind a limit that has met
+ *    the provider's rate limit (or a fixed `max_connections`), shows no demand for more samples
+ *    (gate 1): more would only sit idle, holding sandboxes. It does not climb; its connection
+ *    ceiling still may.
  *
  * A hold blocks climbs and connection raises, nothing else. Pinned setpoints never move.
  */
@@ -77,7 +81,18 @@ export interface TaskWindow {
   sampleErrors: number;
   /** Docker refused a network: the host is at capacity. Blocks climbs; not a model error. */
   networkCapacityErrors: number;
+  /**
+   * Largest share of the window (0-1) during which a worker of the task had model calls queued
+   * for a connection. From {@link CONNECTION_BOUND_SHARE} up, samples wait on connections.
+   */
+  connectionQueuedShare: number;
 }
+
+/**
+ * From this share of a window with calls queued for a connection, the task's samples are bound
+ * by model connections, not by the setpoint: a climb would add samples that only wait.
+ */
+export const CONNECTION_BOUND_SHARE = 0.5;
 
 /** What the ramp carries for a task from one tend to the next. */
 export interface TaskRampState {
@@ -307,6 +322,13 @@ function draftSetpoint(task: TaskTendInput, input: TendInput, record: Recorder):
   } else if (mode.type === 'ramp' && draft.setpoint < range.hi && draft.gates.length === 0) {
     if (window.networkCapacityErrors > 0) {
       draft.blocked.push('docker is out of networks');
+      return draft;
+    }
+    if (window.connectionQueuedShare >= CONNECTION_BOUND_SHARE) {
+      const share = Math.round(window.connectionQueuedShare * 100);
+      draft.blocked.push(
+        `connection-bound: model calls queued for a connection ${share}% of the window`,
+      );
       return draft;
     }
     const stepped = Math.min(draft.setpoint + mode.step, range.hi);

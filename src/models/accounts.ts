@@ -20,6 +20,8 @@ export interface AccountsWindow {
   rateLimitEpisodes: number;
   cuts: number;
   retries: number;
+  /** The largest share of the window any account had calls queued for a connection. */
+  queuedShare: number;
 }
 
 /** A model call that failed for good, as a value with a stable type. */
@@ -54,17 +56,26 @@ export class ProviderAccounts {
     const limiter = this.limiter(this.accountKey(name));
     return {
       name: model.name,
-      generate: (messages, options) =>
-        retryModelCall(() => model.generate(messages, options), {
-          now: this.now,
-          sleep: (ms, signal) => delay(ms, undefined, { signal }),
-          random: Math.random,
-          signal: options?.signal,
-          controller: limiter,
-          onRetry: () => void this.retries++,
-        }).catch((err: unknown) => {
-          throw finalError(err, this.now());
-        }),
+      generate: (messages, options) => {
+        let attempts = 0;
+        return retryModelCall(
+          (attempt) => {
+            attempts = attempt;
+            return model.generate(messages, options);
+          },
+          {
+            now: this.now,
+            sleep: (ms, signal) => delay(ms, undefined, { signal }),
+            random: Math.random,
+            signal: options?.signal,
+            controller: limiter,
+            ...(model.maxRetries === undefined ? {} : { maxAttempts: model.maxRetries + 1 }),
+            onRetry: () => void this.retries++,
+          },
+        ).catch((err: unknown) => {
+          throw finalError(name, err, attempts, this.now());
+        });
+      },
     };
   }
 
@@ -81,6 +92,7 @@ export class ProviderAccounts {
       rateLimitEpisodes: 0,
       cuts: 0,
       retries: this.retries,
+      queuedShare: 0,
     };
     this.retries = 0;
     for (const limiter of this.limiters.values()) {
@@ -90,6 +102,7 @@ export class ProviderAccounts {
       // but a window with any rate-limit error is a pushback window.
       window.rateLimitEpisodes += w.rateLimitSignals;
       window.cuts += w.cuts;
+      window.queuedShare = Math.max(window.queuedShare, w.queuedShare);
     }
     return window;
   }
@@ -116,18 +129,28 @@ export class ProviderAccounts {
   }
 }
 
-/** After retries: a provider's refusal or exhausted retries, typed for the workflow. */
-function finalError(err: unknown, now: number): unknown {
+/**
+ * After retries: a provider's refusal or exhausted retries, typed for the workflow, naming the
+ * model and (for exhausted retries) how many attempts were made. Messages that already name the
+ * model (Steward's own explanations) are not prefixed again.
+ */
+function finalError(name: string, err: unknown, attempts: number, now: number): unknown {
   if ((err as Error)?.name === 'AbortError') return err;
   const decision = classifyError(err, now);
   const message = err instanceof Error ? err.message : String(err);
-  return decision.kind === 'no'
-    ? new ModelCallError(`model provider refused the request: ${message}`, ErrorType.modelFatal, {
-        cause: err,
-      })
-    : new ModelCallError(
-        `model provider retries exhausted: ${message}`,
-        ErrorType.modelRetriesExhausted,
-        { cause: err },
-      );
+  const model = `model ${name}`;
+  if (decision.kind === 'no') {
+    const refused = typeof (err as { status?: unknown })?.status === 'number';
+    const text = message.startsWith(model)
+      ? message
+      : `${model}: ${refused ? 'the provider refused the request: ' : ''}${message}`;
+    return new ModelCallError(text, ErrorType.modelFatal, { cause: err });
+  }
+  const reason = message.startsWith(`${model}: `) ? message.slice(model.length + 2) : message;
+  const tries = attempts === 1 ? '1 attempt' : `${attempts} attempts`;
+  return new ModelCallError(
+    `${model}: gave up after ${tries}: ${reason}`,
+    ErrorType.modelRetriesExhausted,
+    { cause: err },
+  );
 }

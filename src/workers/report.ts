@@ -36,6 +36,7 @@ export async function reportAccounts(options: {
           rateLimitEpisodes: window.rateLimitEpisodes,
           cuts: window.cuts,
           retries: window.retries,
+          queuedShare: window.queuedShare,
         });
       }
       const status = await withTimeout(handle.query(statusQuery), QUERY_TIMEOUT_MS);

@@ -31,6 +31,8 @@ interface WorkerWindow {
   cuts: number;
   retries: number;
   lowestLimit: number | null;
+  /** The largest queued share any worker of the task reported. */
+  queuedShare: number;
 }
 
 export interface TendedTask {
@@ -133,6 +135,8 @@ export class Tender {
       w.rateLimitEpisodes += report.rateLimitEpisodes;
       w.cuts += report.cuts;
       w.retries += report.retries;
+      // State carried over from a run before this field existed has none yet.
+      w.queuedShare = Math.max(w.queuedShare ?? 0, report.queuedShare ?? 0);
       w.lowestLimit = w.lowestLimit === null ? report.limit : Math.min(w.lowestLimit, report.limit);
     }
   }
@@ -220,6 +224,7 @@ export class Tender {
       rateLimitEpisodes: t.workers.rateLimitEpisodes,
       controllerCuts: t.workers.cuts,
       controllerLimit: t.workers.lowestLimit,
+      connectionQueuedShare: t.workers.queuedShare ?? 0,
       httpRetries: t.workers.retries,
       sampleErrors: t.status.errored - t.seen.errored - networkErrors,
       networkCapacityErrors: networkErrors,
@@ -259,7 +264,7 @@ export class Tender {
 }
 
 function emptyWindow(): WorkerWindow {
-  return { rateLimitEpisodes: 0, cuts: 0, retries: 0, lowestLimit: null };
+  return { rateLimitEpisodes: 0, cuts: 0, retries: 0, lowestLimit: null, queuedShare: 0 };
 }
 
 function clamp(value: number, lo: number, hi: number): number {

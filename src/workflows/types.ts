@@ -177,6 +177,8 @@ export interface WorkerReport {
   rateLimitEpisodes: number;
   cuts: number;
   retries: number;
+  /** Share of the window (0-1) with model calls queued for a connection; absent from older workers. */
+  queuedShare?: number;
 }
 
 export interface TaskResult {

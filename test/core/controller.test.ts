@@ -289,6 +289,7 @@ describe('windows', () => {
       cuts: 2,
       transientErrors: 1,
       successes: 1,
+      queuedShare: 0,
     });
     expect(controller.drainWindow()).toEqual({
       limit: 60,
@@ -298,6 +299,7 @@ describe('windows', () => {
       cuts: 0,
       transientErrors: 0,
       successes: 0,
+      queuedShare: 0,
     });
     expect(controller.snapshot()).toMatchObject({
       cuts: 2,
@@ -305,6 +307,60 @@ describe('windows', () => {
       successes: 1,
       ceiling: 70,
     });
+  });
+});
+
+describe('queued share of a window', () => {
+  test('is the share of the window during which a call waited for a slot', async () => {
+    const time = clock();
+    const limiter = new FixedConnections(1, { now: time.now });
+    const first = await limiter.acquire();
+    time.advance(1_000); // nobody waiting
+    const second = limiter.acquire();
+    time.advance(3_000); // one call queued behind the slot
+    first({ kind: 'success' });
+    (await second)({ kind: 'success' });
+    expect(limiter.drainWindow().queuedShare).toBe(0.75);
+  });
+
+  test('a queue that outlasts the window counts in both windows, and not twice', async () => {
+    const time = clock();
+    const limiter = new FixedConnections(1, { now: time.now });
+    const held = await limiter.acquire();
+    const waiting = limiter.acquire();
+    time.advance(2_000);
+    expect(limiter.drainWindow().queuedShare).toBe(1);
+    time.advance(1_000);
+    held({ kind: 'success' });
+    time.advance(3_000);
+    (await waiting)({ kind: 'success' });
+    expect(limiter.drainWindow().queuedShare).toBe(0.25);
+  });
+
+  test('an adaptive limit still doubling does not count, one that met a rate limit does', async () => {
+    const { controller, time } = adaptive({ start: 1, min: 1 });
+    const first = await controller.acquire();
+    const second = controller.acquire();
+    time.advance(1_000); // queued in slow start: not counted
+    first({ kind: 'rateLimit' }); // the limit has met the provider: from here queueing counts
+    const third = controller.acquire();
+    time.advance(1_000);
+    (await second)({ kind: 'success' });
+    (await third)({ kind: 'success' });
+    expect(controller.drainWindow().queuedShare).toBe(0.5);
+  });
+
+  test('a waiter that gives up stops the clock', async () => {
+    const time = clock();
+    const limiter = new FixedConnections(1, { now: time.now });
+    await limiter.acquire();
+    const abort = new AbortController();
+    const gaveUp = limiter.acquire(abort.signal).catch(() => 'aborted');
+    time.advance(1_000);
+    abort.abort();
+    expect(await gaveUp).toBe('aborted');
+    time.advance(3_000);
+    expect(limiter.drainWindow().queuedShare).toBe(0.25);
   });
 });
 

@@ -29,6 +29,7 @@ const clean: TaskWindow = {
   httpRetries: 0,
   sampleErrors: 0,
   networkCapacityErrors: 0,
+  connectionQueuedShare: 0,
 };
 /** A window with rate-limit pushback and nothing else of note. */
 const pushback: TaskWindow = { ...clean, rateLimitEpisodes: 3, controllerCuts: 1 };
@@ -128,11 +129,21 @@ describe('climb', () => {
       {},
       'docker is out of networks',
     ],
+    [
+      'model calls queued for a connection half the window',
+      { window: { connectionQueuedShare: 0.5 } },
+      {},
+      'connection-bound: model calls queued for a connection 50% of the window',
+    ],
   ])('blocked by %s alone', (_name, over, input, reason) => {
     const plan = tend([task(over)], input);
     expect(plan.tasks[0].setpoint).toBe(100);
     expect(plan.changes.filter((change) => change.kind === 'setpoint')).toEqual([]);
     expect(plan.tasks[0].ramp.reason).toBe(reason);
+  });
+
+  test('calls queued for a connection under half the window do not block the climb', () => {
+    expect(one({ window: { connectionQueuedShare: 0.49 } }).setpoint).toBe(120);
   });
 
   test('retries at exactly 0.25 x setpoint are no surge', () => {
@@ -297,6 +308,16 @@ describe('connection ceiling', () => {
       [200, null],
       [200, null],
     ]);
+  });
+
+  test('a connection-bound window lifts a clamped ceiling but not the setpoint', () => {
+    const plan = one({
+      setpoint: 110,
+      connectionCeiling: 98,
+      connectionClamp: 98,
+      window: { connectionQueuedShare: 0.9 },
+    });
+    expect(plan).toMatchObject({ setpoint: 110, connectionCeiling: 118, connectionClamp: 118 });
   });
 
   test.each<[string, TaskOver, Partial<Omit<TendInput, 'tasks'>>]>([
