@@ -9,6 +9,7 @@ import { throwawayDevConfig } from '../src/temporal/config';
 import { ensureDevServer, stopDevServer } from '../src/temporal/devserver';
 import { taskQueueFor, taskWorkflowId, evalSetWorkflowId } from '../src/workflows/types';
 import { freePort } from './setup/global-setup';
+import { replayAllRuns } from './helpers/replay';
 import { readSampleRecords } from './helpers/results';
 import { runCli, tempDir, uniqueName, writeEvalSet } from './helpers/cli';
 
@@ -85,5 +86,9 @@ describe('continue-as-new without draining', () => {
     const records = await readSampleRecords(logDir, 'big');
     expect(records).toHaveLength(SAMPLES);
     expect(records.every((r) => r.attempt === 1)).toBe(true);
+
+    // Every run replays: a worker that lost its cache mid-run could have carried each one on.
+    const replayed = await replayAllRuns(client, [evalSetWorkflowId(name), taskId]);
+    expect(replayed).toBe(runs.length + 1);
   });
 });

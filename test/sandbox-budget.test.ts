@@ -11,6 +11,7 @@ import { Client, Connection } from '@temporalio/client';
 import { startSimProvider, type SimProvider } from '../src/sim/provider';
 import { ensureBusyboxImage } from '../src/sandbox/image';
 import { statusQuery } from '../src/workflows/types';
+import { replayAllRuns } from './helpers/replay';
 import { readSampleRecords } from './helpers/results';
 import { STEWARD_BIN, tempDir, uniqueName } from './helpers/cli';
 
@@ -108,5 +109,9 @@ describe('max_sandboxes 60 over 3 sandboxed tasks', () => {
       filters: { label: [`steward.eval_set=${name}`] },
     });
     expect(leftovers).toEqual([]);
+    // Tends, budget shares and tasks finishing together all replay.
+    const evalSetId = `steward-${name}`;
+    const ids = [evalSetId, ...TASKS.map((task) => `${evalSetId}/${task}`)];
+    expect(await replayAllRuns(client, ids)).toBeGreaterThanOrEqual(ids.length);
   });
 });

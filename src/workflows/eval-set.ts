@@ -8,7 +8,6 @@ import {
   condition,
   log,
   proxyActivities,
-  proxyLocalActivities,
   setHandler,
   sleep,
   startChild,
@@ -39,9 +38,13 @@ const { planEvalSet, writeEvalSetSummary } = proxyActivities<ControlActivities>(
   retry: { maximumInterval: '30 seconds' },
 });
 
-const { observeTasks, appendRampHistory } = proxyLocalActivities<ControlActivities>({
+// Activities, not local activities: on replay a local activity can resolve in the same
+// activation as a worker report or a child's completion that originally came after it, and the
+// tend or the next task's start would then be decided on different state. A tend is worth its
+// three history events.
+const { observeTasks, appendRampHistory } = proxyActivities<ControlActivities>({
   startToCloseTimeout: '30 seconds',
-  retry: { maximumAttempts: 3 },
+  retry: { maximumInterval: '10 seconds' },
 });
 
 export async function evalSet(input: EvalSetInput): Promise<EvalSetResult> {

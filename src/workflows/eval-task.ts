@@ -8,7 +8,6 @@ import {
   condition,
   continueAsNew,
   proxyActivities,
-  proxyLocalActivities,
   setHandler,
   workflowInfo,
 } from '@temporalio/workflow';
@@ -31,8 +30,14 @@ const { planTask, finishTask, awaitSamplesClosed } = proxyActivities<TaskActivit
   retry: { maximumInterval: '30 seconds' },
 });
 
-// Admission is a local activity: one marker in this history per batch, no extra server round trip.
-const { startSamples, findClosedSamples } = proxyLocalActivities<TaskActivities>({
+// Admission is an activity, not a local activity. This loop decides on state that sample reports
+// (signals) change at any moment; a local activity's resolution is not ordered against them in
+// history, and on replay the SDK (1.24) may hand it to the workflow together with signals that
+// originally came after it, or before ones that came first. The loop then takes another branch
+// and the replay fails with a nondeterminism error: a restarted worker could not carry the task
+// on. An activity's completion is an event, ordered with the signals, so replay sees what the
+// first execution saw. It costs three history events per admission batch.
+const { startSamples, findClosedSamples } = proxyActivities<TaskActivities>({
   startToCloseTimeout: '1 minute',
   retry: { maximumInterval: '10 seconds' },
 });
@@ -45,7 +50,9 @@ const HISTORY_EVENTS_CEILING = 20_000;
 
 export async function evalTask(input: EvalTaskInput): Promise<TaskResult> {
   const { workflowId, taskQueue, firstExecutionRunId } = workflowInfo();
-  const chain = firstExecutionRunId.slice(0, 8);
+  // The whole run id: run ids are UUIDv7, whose leading characters are a timestamp, so a prefix
+  // is shared by launches a minute apart and a relaunch's samples would collide with the last's.
+  const chain = firstExecutionRunId;
   let setpoint = input.setpoint;
   let connectionLimit: number | null = null;
   let changed = false;
@@ -58,9 +65,9 @@ export async function evalTask(input: EvalTaskInput): Promise<TaskResult> {
     if (done.errorType === ErrorType.networkPoolExhausted) carry.networkErrors++;
     changed = true;
   };
-  // A report can arrive before its sample's admission is in history: a workflow task that
-  // admitted it (the local activity really started it) failed, and its retry sees the report
-  // first. Such reports wait here for the admission that follows.
+  // A report can arrive before its sample's admission is in this run's history (runs of versions
+  // that admitted by local activity, whose retried workflow task could see the report first).
+  // Such reports wait here for the admission that follows.
   const early = new Map<number, SampleDone>(carry.early.map((d) => [d.index, d]));
   // Samples handed over by the previous run. A report that reached the previous run after it
   // decided to continue-as-new (the SDK delivers such signals to a workflow that has already
@@ -142,11 +149,13 @@ export async function evalTask(input: EvalTaskInput): Promise<TaskResult> {
       });
     }
     changed = false;
-    const reported = await condition(
-      () => changed,
-      handedOver.size > 0 ? HANDED_OVER_SILENCE : undefined,
-    );
-    if (!reported) {
+    // Without a timeout `condition` resolves to undefined, not true: only a timed wait can mean
+    // that handed-over samples went silent.
+    if (handedOver.size === 0) {
+      await condition(() => changed);
+      continue;
+    }
+    if (!(await condition(() => changed, HANDED_OVER_SILENCE))) {
       const closed = await findClosedSamples({
         parentId: workflowId,
         chain,

@@ -20,9 +20,11 @@ const { runSample } = proxyActivities<SampleActivities>({
   retry: {
     initialInterval: '1 second',
     backoffCoefficient: 2,
-    maximumInterval: '30 seconds',
-    // Crashes and timeouts are retried; a sample's own errors are non-retryable failures.
-    maximumAttempts: 5,
+    maximumInterval: '1 minute',
+    // Only crashes and timeouts come here (a sample's own errors are non-retryable failures), so
+    // the budget is for infrastructure: about 15 minutes rides out a Temporal restart or an
+    // overloaded server, where 5 attempts were spent in 15 seconds and lost the sample.
+    maximumAttempts: 20,
   },
 });
 
