@@ -6,6 +6,7 @@
 import { randomUUID } from 'node:crypto';
 import { promises as fs } from 'node:fs';
 import * as path from 'node:path';
+import * as os from 'node:os';
 import type Docker from 'dockerode';
 import { validateDefinition } from '../src/config/validate';
 import type { SamplesSetting } from '../src/config/settings';
@@ -348,6 +349,29 @@ describe('`steward docker check`', () => {
   test('an eval set without sandboxes needs nothing', async () => {
     expect(await dockerCheckCommand(path.join(REPO_ROOT, 'examples/hello.yaml'), {})).toBe(0);
     expect(printed).toContain('No task of eval set hello has a sandbox.');
+  });
+
+  test('sandboxes without networks take none, however many', async () => {
+    const dir = await fs.mkdtemp(path.join(os.tmpdir(), 'steward-nonet-'));
+    await fs.writeFile(
+      path.join(dir, 'sandbox.yaml'),
+      'services:\n  default:\n    image: steward-busybox:latest\n    network_mode: none\n',
+    );
+    await fs.writeFile(path.join(dir, 'data.jsonl'), '{"input": "hi", "target": "hi"}\n');
+    await fs.writeFile(
+      path.join(dir, 'evalset.yaml'),
+      'name: nonet\ntasks:\n  - name: t\n    dataset: data.jsonl\n    sandbox: sandbox.yaml\n' +
+        '    solver: [generate]\n    scorer: match\n    model: mockllm/model\n',
+    );
+    process.env.STEWARD_MAX_SANDBOXES = '100000';
+    try {
+      expect(await dockerCheckCommand(path.join(dir, 'evalset.yaml'), {})).toBe(0);
+    } finally {
+      delete process.env.STEWARD_MAX_SANDBOXES;
+    }
+    expect(printed).toContain(
+      'No task of eval set nonet needs a network for its sandboxes (every service has network_mode set).',
+    );
   });
 
   test('a budget past the daemon’s networks: both numbers and the fix, written nowhere', async () => {

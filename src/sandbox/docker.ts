@@ -65,8 +65,7 @@ export async function createSandbox(args: CreateSandboxArgs): Promise<Sandbox> {
   const created: { containers: Docker.Container[]; network?: Docker.Network } = { containers: [] };
   const teardown = (): Promise<DestroyResult> => removeProject(created.containers, created.network);
   try {
-    const needsNetwork = spec.services.some((service) => service.network_mode === undefined);
-    if (needsNetwork) created.network = await createNetwork(docker, project, labels, args);
+    if (needsNetwork(spec)) created.network = await createNetwork(docker, project, labels, args);
     for (const service of spec.services) {
       created.containers.push(
         await docker.createContainer(containerOptions(project, service, labels)),
@@ -339,4 +338,9 @@ function projectName(owner: SandboxOwner): string {
     `e${owner.epoch}`,
     randomBytes(3).toString('hex'),
   ].join('-');
+}
+
+/** Whether a sample of `spec` gets a network of its own: some service keeps the default mode. */
+export function needsNetwork(spec: SandboxSpec): boolean {
+  return spec.services.some((service) => service.network_mode === undefined);
 }

@@ -14,6 +14,7 @@ import type { EvalSetDefinition } from '../../definition/types';
 import { dockerPreflight, offerPoolFix, type PreflightReport } from '../../docker/preflight';
 import { ConfigError, ExitCode } from '../../errors';
 import { defaultMaxSandboxes, peakSandboxDemand } from '../../sandbox/budget';
+import { needsNetwork } from '../../sandbox/docker';
 
 export interface DockerCheckOptions {
   /** Write the daemon.json fix without asking. */
@@ -68,12 +69,17 @@ export async function sandboxDemand(
   settings: ResolvedSettings,
   definition?: EvalSetDefinition,
 ): Promise<SandboxDemand> {
+  // Address pools run out by networks, and only samples whose sandbox has one take one; the
+  // budget caps every sandbox, so it caps these too.
   const tasks = (definition?.tasks ?? []).map((task) => ({
     samples: sampleCount(task),
-    sandboxed: task.sandbox !== undefined,
+    sandboxed: task.sandbox !== undefined && needsNetwork(task.sandbox),
   }));
   if (definition && !tasks.some((task) => task.sandboxed)) {
-    return { value: 0, explanation: `No task of eval set ${definition.name} has a sandbox.` };
+    const why = definition.tasks.some((task) => task.sandbox !== undefined)
+      ? 'needs a network for its sandboxes (every service has network_mode set)'
+      : 'has a sandbox';
+    return { value: 0, explanation: `No task of eval set ${definition.name} ${why}.` };
   }
   const budget = settings.maxSandboxes ?? (await defaultMaxSandboxes(docker));
   const budgetText =
