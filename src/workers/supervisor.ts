@@ -48,6 +48,8 @@ export async function runSupervisor(options: SupervisorOptions): Promise<void> {
     onEvent: options.onFleetEvent,
   });
 
+  /** The worker slots each served eval set wanted when its status last answered. */
+  const wanted = new Map<string, WorkerSlot[]>();
   const reconcile = async (): Promise<void> => {
     const ids = options.evalSetIds ?? (await runningEvalSets(options.client));
     const statuses = await Promise.all(
@@ -58,7 +60,13 @@ export async function runSupervisor(options: SupervisorOptions): Promise<void> {
           .catch(() => undefined),
       ),
     );
-    fleet.reconcile(statuses.flatMap((s, i) => (s ? wantedSlots(ids[i], s) : [])));
+    for (const id of wanted.keys()) if (!ids.includes(id)) wanted.delete(id);
+    // A query that failed (a busy or restarting server) says nothing about which workers an eval
+    // set wants: stopping them would throw away its running samples. It keeps what it last had.
+    for (const [i, status] of statuses.entries()) {
+      if (status) wanted.set(ids[i], wantedSlots(ids[i], status));
+    }
+    fleet.reconcile([...wanted.values()].flat());
   };
 
   const loop = (async () => {

@@ -12,7 +12,7 @@ import { loadDefinition } from '../../definition/load';
 import { indicesWithKeys, sampleCount } from '../../definition/samples';
 import type { ConcurrencySettings, EvalSetDefinition } from '../../definition/types';
 import { ConfigError, ErrorType, ExitCode, StewardError } from '../../errors';
-import { openLogStore, sampleKey } from '../../logs/store';
+import { checkLogDir, openLogStore, sampleKey } from '../../logs/store';
 import { checkModelEnvironment } from '../../models';
 import { connectClient, resolveTemporal, type TemporalTarget } from '../../temporal/connection';
 import { stewardHome } from '../../util/home';
@@ -20,6 +20,7 @@ import { PACKAGE_ROOT } from '../../workers/bundle';
 import { runSupervisor } from '../../workers/supervisor';
 import Dockerode from 'dockerode';
 import { reapSandboxes } from '../../sandbox/cleanup';
+import { resultAcrossOutages } from '../../client/result';
 import { innermostCause, readStatus } from '../../client/status';
 import { watchStewardYaml } from '../../client/steward-yaml-watch';
 import {
@@ -74,6 +75,8 @@ export async function launchCommand(file: string, opts: LaunchOptions): Promise<
   const logDir = path.resolve(
     opts.logDir ?? definition.log_dir ?? path.join('logs', definition.name),
   );
+  // Before Temporal, so a log dir that cannot be written fails in a second, with its reason.
+  await checkLogDir(logDir);
 
   const temporal = await resolveTemporal(process.env, { onProgress: say });
   const client = await connectClient(temporal);
@@ -81,8 +84,7 @@ export async function launchCommand(file: string, opts: LaunchOptions): Promise<
   const input: EvalSetInput = { definition: definition.source, log_dir: logDir, settings: flags };
 
   let handle: WorkflowHandle<typeof evalSet>;
-  const current = await readStatus(client, workflowId);
-  if (current.kind === 'running') {
+  if (await isRunning(client, workflowId)) {
     say(`eval set ${definition.name} is already running: re-attaching`);
     handle = client.workflow.getHandle(workflowId);
   } else {
@@ -150,7 +152,14 @@ async function watch(
 
   try {
     const outcome = await Promise.race([
-      handle.result(),
+      // The fleet rides out a Temporal restart (its workers reconnect), and so does this wait.
+      resultAcrossOutages(handle, {
+        onLost: (err) =>
+          process.stderr.write(
+            `lost Temporal at ${temporal.address} (${innermostCause(err).message}); waiting for it to come back\n`,
+          ),
+        onBack: () => process.stderr.write(`Temporal at ${temporal.address} answers again\n`),
+      }),
       interrupted,
       supervisor.then(() => 'stopped' as const),
     ]);
@@ -192,9 +201,11 @@ async function watch(
       `steward: ${failed} sample(s) did not complete; their errors are in ${outcome.log_dir}/<task>/errors. ` +
         'Launch again to re-run only those.\n',
     );
+    process.stderr.write(await sampleErrors(outcome));
     return ExitCode.samplesFailed;
   } catch (err) {
     progress.stop();
+    if (err instanceof StewardError) throw err;
     const cause = innermostCause(err);
     const code = cause.type === ErrorType.logWrite ? ExitCode.environment : ExitCode.usage;
     throw new StewardError(`eval set failed: ${cause.message}`, code);
@@ -204,6 +215,39 @@ async function watch(
     stop.abort();
     await supervisor.catch(() => undefined);
   }
+}
+
+/**
+ * Whether the eval set's workflow runs, from the server alone. No query: after a crash of the
+ * launcher and its fleet no worker is left to answer one, and that is when re-attaching matters.
+ */
+async function isRunning(client: Client, workflowId: string): Promise<boolean> {
+  try {
+    const description = await client.workflow.getHandle(workflowId).describe();
+    return description.status.name === 'RUNNING';
+  } catch (err) {
+    if ((err as Error).name === 'WorkflowNotFoundError') return false;
+    throw err;
+  }
+}
+
+/** How many failed samples' errors the end of a run shows; the rest are in the log dir. */
+const ERRORS_SHOWN = 5;
+
+/** The recorded errors of samples that did not complete, a few of them, one line each. */
+async function sampleErrors(result: EvalSetResult): Promise<string> {
+  const store = openLogStore(result.log_dir);
+  const records = (
+    await Promise.all(
+      // Only a report: an unreadable record must not turn a finished run into a failure.
+      result.tasks.map((task) => store.readSampleErrors(task.name).catch(() => [])),
+    )
+  ).flat();
+  const lines = records
+    .slice(0, ERRORS_SHOWN)
+    .map((r) => `  ${r.task} sample ${JSON.stringify(r.sample_id)} epoch ${r.epoch}: ${r.error}\n`);
+  const more = records.length - lines.length;
+  return lines.join('') + (more > 0 ? `  ... and ${more} more\n` : '');
 }
 
 function report(result: EvalSetResult, json: boolean | undefined): void {
@@ -235,7 +279,8 @@ function checkModels(definition: EvalSetDefinition): void {
   const problems = [
     ...new Set(definition.tasks.map((t) => checkModelEnvironment(t.model, process.env))),
   ].filter((p): p is string => p !== undefined);
-  if (problems.length > 0) throw new StewardError(problems.join('\n'), ExitCode.usage);
+  // The definition passed validation, so what is left is the environment: a missing variable.
+  if (problems.length > 0) throw new StewardError(problems.join('\n'), ExitCode.environment);
 }
 
 async function countCompleted(

@@ -1,5 +1,6 @@
 /** `steward workers [name]`: the fleet alone, until stopped (or until the eval set ends). */
 import { ExitCode } from '../../errors';
+import { resultAcrossOutages } from '../../client/result';
 import { readStatus } from '../../client/status';
 import { connectClient, resolveTemporal } from '../../temporal/connection';
 import { stewardHome } from '../../util/home';
@@ -41,10 +42,8 @@ async function stopWhenDone(
   id: string,
   stop: AbortController,
 ): Promise<void> {
-  await client.workflow
-    .getHandle(id)
-    .result()
-    .catch(() => undefined);
+  // A Temporal restart is not the end of the eval set: wait it out, as `steward launch` does.
+  await resultAcrossOutages(client.workflow.getHandle(id)).catch(() => undefined);
   // Let the last sample workflows finish their final step before the workers go.
   await readStatus(client, id).catch(() => undefined);
   stop.abort();

@@ -1,0 +1,138 @@
+/**
+ * Faults a test injects into the world around Steward: a Temporal dev server of the test's own,
+ * which it may kill -9 and restart on the same database, and a simulated provider that records
+ * which sample every model call was for and can refuse chosen samples.
+ */
+import { readFile } from 'node:fs/promises';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { Client, Connection } from '@temporalio/client';
+import {
+  startSimProvider,
+  type SimProvider,
+  type SimProviderOptions,
+} from '../../src/sim/provider';
+import { defaultScript, openAiError } from '../../src/sim/script';
+import { throwawayDevConfig, type TemporalDevConfig } from '../../src/temporal/config';
+import { devServerFiles, ensureDevServer, stopDevServer } from '../../src/temporal/devserver';
+import { freePort } from '../setup/global-setup';
+
+export interface OwnDevServer {
+  address: string;
+  namespace: string;
+  /** A client of the test's own; it reconnects by itself once a killed server is back. */
+  client: Client;
+  /** The environment a `steward` pointed at this server runs with. */
+  env: NodeJS.ProcessEnv;
+  /** Pid of the server process now running. */
+  pid(): Promise<number>;
+  /** SIGKILLs the server and returns once its process is gone. */
+  kill(): Promise<void>;
+  /** Starts it again on the same port and SQLite file. */
+  restart(): Promise<void>;
+  /** Stops it and closes the client. */
+  close(): Promise<void>;
+}
+
+/** Starts a headless dev server whose state (database, log, pid file) lives in `stewardDir`. */
+export async function startOwnDevServer(stewardDir: string): Promise<OwnDevServer> {
+  const config: TemporalDevConfig = throwawayDevConfig(stewardDir, await freePort());
+  const { address, namespace } = await ensureDevServer(config, { stewardDir });
+  const client = new Client({ connection: await Connection.connect({ address }), namespace });
+  const pid = async (): Promise<number> =>
+    Number(await readFile(devServerFiles(stewardDir).pid, 'utf8'));
+  return {
+    address,
+    namespace,
+    client,
+    env: {
+      ...process.env,
+      TEMPORAL_ADDRESS: address,
+      TEMPORAL_NAMESPACE: namespace,
+      STEWARD_HOME: stewardDir,
+    },
+    pid,
+    async kill() {
+      const killed = await pid();
+      process.kill(killed, 'SIGKILL');
+      await waitFor(() => !isAlive(killed), 30_000, `dev server ${killed} to die`);
+    },
+    async restart() {
+      const { started } = await ensureDevServer(config, { stewardDir });
+      if (!started) throw new Error(`a dev server already answered at ${address}`);
+    },
+    async close() {
+      await client.connection.close();
+      await stopDevServer(stewardDir);
+    },
+  };
+}
+
+/** Model calls the recording provider answered or refused, by the sample they were for. */
+export interface RecordingProvider {
+  provider: SimProvider;
+  /** Calls so far per sample id (requests whose last user message names no sample are not kept). */
+  calls: Map<string, number>;
+  /** Sample ids answered `400 Bad Request` (a refusal Steward does not retry) while in this set. */
+  refused: Set<string>;
+}
+
+/**
+ * The simulated provider with its default script, counting calls per sample. A sample's input
+ * names it on its first line, `Sample <id>.`, which every request of the sample carries.
+ */
+export async function startRecordingProvider(
+  options: Omit<SimProviderOptions, 'script'> = {},
+): Promise<RecordingProvider> {
+  const calls = new Map<string, number>();
+  const refused = new Set<string>();
+  const provider = await startSimProvider({
+    ...options,
+    script: (request) => {
+      const id = sampleIdOf(request.messages);
+      if (id === undefined) return defaultScript(request);
+      calls.set(id, (calls.get(id) ?? 0) + 1);
+      if (refused.has(id)) {
+        return {
+          status: 400,
+          body: openAiError(`sample ${id} is refused by this test`, 'invalid_request_error'),
+        };
+      }
+      return defaultScript(request);
+    },
+  });
+  return { provider, calls, refused };
+}
+
+/** The input line that names a sample, for {@link startRecordingProvider}. */
+export function sampleInput(id: string, answer: string): string {
+  return `Sample ${id}.\nANSWER: ${answer}`;
+}
+
+function sampleIdOf(messages: { role: string; content?: unknown }[]): string | undefined {
+  const user = messages.filter((m) => m.role === 'user').at(-1);
+  const text = typeof user?.content === 'string' ? user.content : '';
+  return /^Sample (\S+)\.$/m.exec(text)?.[1];
+}
+
+export function isAlive(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+/** Polls `condition` until it holds, failing with `what` after `timeoutMs`. */
+export async function waitFor(
+  condition: () => boolean | Promise<boolean>,
+  timeoutMs: number,
+  what: string,
+): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  while (!(await condition())) {
+    if (Date.now() > deadline)
+      throw new Error(`timed out after ${timeoutMs} ms waiting for ${what}`);
+    await sleep(200);
+  }
+}
