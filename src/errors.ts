@@ -67,7 +67,13 @@ export function formatIssue(issue: ConfigIssue): string {
 }
 
 function describeValue(value: unknown): string {
-  const text = typeof value === 'string' ? JSON.stringify(value) : safeJson(value);
+  // JSON has no Infinity or NaN: it would print them as null.
+  const text =
+    typeof value === 'string'
+      ? JSON.stringify(value)
+      : typeof value === 'number'
+        ? String(value)
+        : safeJson(value);
   return text.length > 80 ? `${text.slice(0, 77)}...` : text;
 }
 

@@ -100,7 +100,11 @@ describe('validateDefinition', () => {
 
   test.each([
     ['a task on the default model gets its model_args', {}, { latency_ms: 5 }],
-    ['a task with model_args of its own keeps them', { model_args: { seed: 1 } }, { seed: 1 }],
+    [
+      'a task with model_args of its own keeps them',
+      { model_args: { jitter_ms: 1 } },
+      { jitter_ms: 1 },
+    ],
     ['a task on another model starts from none', { model: 'openai/gpt-4o-mini' }, {}],
   ])('%s', (_name, task, modelArgs) => {
     const def = { ...withTask(task), model_args: { latency_ms: 5 } };

@@ -174,7 +174,7 @@ describe('CSV', () => {
       'a quote left open',
       'input\n"never closed\n',
       [
-        'data.csv:2: invalid CSV: Quote Not Closed: the parsing is finished with an opening quote at line 2',
+        'data.csv:2: invalid CSV: a quoted field starts on this line and is never closed (a missing ")',
       ],
     ],
     ['a header without rows', 'input,target\n', ['data.csv: dataset has no samples']],

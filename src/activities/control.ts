@@ -21,7 +21,7 @@ import {
 } from '../workflows/types';
 import { withTimeout } from '../util/timeout';
 import type { ActivityDeps } from './deps';
-import { toFailure } from './errors';
+import { failOnLogWrite, toFailure } from './errors';
 
 /** A query to a task whose worker is down would otherwise wait for one. */
 const OBSERVE_TIMEOUT_MS = 3_000;
@@ -88,11 +88,16 @@ export function createControlActivities(deps: ActivityDeps) {
     },
 
     async writeEvalSetSummary(result: EvalSetResult): Promise<void> {
-      await deps.logStore(result.log_dir).writeEvalSetSummary({
-        ...result,
-        version: 1,
-        completed_at: new Date(deps.now()).toISOString(),
-      });
+      await deps
+        .logStore(result.log_dir)
+        .writeEvalSetSummary({
+          ...result,
+          version: 1,
+          completed_at: new Date(deps.now()).toISOString(),
+        })
+        .catch((err: unknown) => {
+          throw failOnLogWrite(err);
+        });
     },
   };
 }

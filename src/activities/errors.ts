@@ -20,3 +20,18 @@ export function toFailure(
     cause: err instanceof Error ? err : undefined,
   });
 }
+
+/**
+ * A log dir that cannot be written (a full disk, permissions) does not heal by retrying every
+ * 30 s for ever: such an error fails the activity at once, with its type, so the eval set stops
+ * and says why. Everything already published stays, and launching again resumes.
+ */
+export function failOnLogWrite(err: unknown): unknown {
+  if ((err as { type?: unknown } | undefined)?.type !== ErrorType.logWrite) return err;
+  // No cause: the message is whole, and the launcher reports the innermost failure's.
+  return ApplicationFailure.create({
+    message: (err as Error).message,
+    type: ErrorType.logWrite,
+    nonRetryable: true,
+  });
+}

@@ -13,6 +13,7 @@ import {
   type TaskMetrics,
 } from '../workflows/types';
 import { findTask, type ActivityDeps } from './deps';
+import { failOnLogWrite } from './errors';
 
 export interface TaskRef {
   evalSet: string;
@@ -127,7 +128,7 @@ export function createTaskActivities(deps: ActivityDeps) {
               records.map((r) => ({ sampleId: r.sample_id, epoch: r.epoch, value: r.score.value })),
             );
       const completed = records.length;
-      await store.writeTaskSummary({
+      const written = store.writeTaskSummary({
         version: 1,
         eval_set: definition.name,
         name: task.name,
@@ -139,6 +140,9 @@ export function createTaskActivities(deps: ActivityDeps) {
         scorer: task.scorerName,
         model: task.model,
         completed_at: new Date(deps.now()).toISOString(),
+      });
+      await written.catch((err: unknown) => {
+        throw failOnLogWrite(err);
       });
       return metrics;
     },

@@ -20,10 +20,22 @@ export async function readTextFile(file: string, what: string): Promise<string> 
   try {
     return await fs.readFile(file, 'utf8');
   } catch (error) {
-    throw new ConfigError([
-      { file, message: unreadableReason(what, error as NodeJS.ErrnoException) },
-    ]);
+    const target = await danglingLinkTarget(file, error as NodeJS.ErrnoException);
+    const message =
+      target === undefined
+        ? unreadableReason(what, error as NodeJS.ErrnoException)
+        : `${what} not found: it is a symbolic link to ${target}, which does not exist`;
+    throw new ConfigError([{ file, message }]);
   }
+}
+
+/** Where `file` points, when it is a symbolic link to nothing (a moved or unmounted target). */
+async function danglingLinkTarget(
+  file: string,
+  error: NodeJS.ErrnoException,
+): Promise<string | undefined> {
+  if (error.code !== 'ENOENT') return undefined;
+  return fs.readlink(file).catch(() => undefined);
 }
 
 function unreadableReason(what: string, error: NodeJS.ErrnoException): string {

@@ -17,7 +17,7 @@ import type {
 import type { AgentOptions } from '../eval/agent';
 import type { SandboxCheckOptions } from '../eval/sandbox-scorers';
 import type { MatchOptions } from '../eval/scorers';
-import { parseModelName } from '../models';
+import { modelArgsSchema, parseModelName } from '../models';
 import {
   datasetFormatOf,
   definitionSchema,
@@ -201,15 +201,25 @@ function checkRules(def: ParsedDefinition, origin: IssueOrigin) {
   }
   const modelProblem = (name: string) => {
     try {
-      parseModelName(name);
+      if (parseModelName(name).provider === 'anthropic') {
+        return 'the anthropic provider is not supported yet (supported: mockllm, openai, openai-api)';
+      }
       return undefined;
     } catch (error) {
       return (error as Error).message;
     }
   };
+  // model_args are the model's provider's: checked where they are written, against that model.
+  const argsProblems = (prefix: string, model: string, args: Record<string, unknown>) => {
+    const parsed = modelArgsSchema(model)?.safeParse(args, { reportInput: true });
+    if (!parsed || parsed.success) return [];
+    const path = [prefix, 'model_args'].filter((part) => part).join('.');
+    return issuesFromZod(parsed.error, { ...origin, path });
+  };
   if (def.model !== undefined) {
     const problem = modelProblem(def.model);
     if (problem) errors.push(at('model', problem));
+    else if (def.model_args) errors.push(...argsProblems('', def.model, def.model_args));
   }
 
   const firstByName = new Map<string, number>();
@@ -226,6 +236,9 @@ function checkRules(def: ParsedDefinition, origin: IssueOrigin) {
     } else if (task.model !== undefined) {
       const problem = modelProblem(task.model);
       if (problem) errors.push(at(`${path}.model`, problem));
+      else if (task.model_args) errors.push(...argsProblems(path, task.model, task.model_args));
+    } else if (task.model_args && def.model !== undefined) {
+      errors.push(...argsProblems(path, def.model, task.model_args));
     }
 
     if (datasetRef(task.dataset) === undefined) {
@@ -337,6 +350,8 @@ function describe(issue: ZodIssue, input: unknown): string {
   switch (issue.code) {
     case 'invalid_type':
       if (input === undefined) return 'required';
+      // YAML's .inf and .nan are numbers to JavaScript, but not ones any setting can take.
+      if (typeof input === 'number' && !Number.isFinite(input)) return 'expected a finite number';
       return `expected ${TYPE_NAMES[issue.expected] ?? issue.expected}, got ${kindOf(input)}`;
     case 'too_small':
       return sizeMessage(issue.origin, 'min', issue.minimum, issue.inclusive ?? true);
@@ -359,7 +374,8 @@ function sizeMessage(
   inclusive: boolean,
 ): string {
   const n = String(limit);
-  if (origin === 'number') {
+  // zod says `int` for a `.int()` number, whose only maximum is the largest safe integer.
+  if (origin === 'number' || origin === 'int') {
     if (side === 'min') return inclusive ? `must be at least ${n}` : `must be greater than ${n}`;
     return inclusive ? `must be at most ${n}` : `must be less than ${n}`;
   }

@@ -141,8 +141,7 @@ function csvRecords(text: string, file: string): RecordsResult {
   try {
     rows = csvRows(text);
   } catch (error) {
-    const { message, lines } = error as Error & { lines?: number };
-    return { records: [], issues: [{ file, line: lines, message: `invalid CSV: ${message}` }] };
+    return { records: [], issues: [{ file, ...csvProblem(error, text) }] };
   }
   if (rows.length === 0) return { records: [], issues: [] };
 
@@ -234,6 +233,31 @@ function parseJsonCell(cell: string): unknown {
   } catch {
     return undefined;
   }
+}
+
+/**
+ * A CSV syntax error at its line. csv-parse reports the line where parsing stopped, which for an
+ * unclosed quote is the end of the file; the user needs the line where the quote opened, which
+ * is where the last complete record ended (its `bytes`).
+ */
+function csvProblem(error: unknown, text: string): { line?: number; message: string } {
+  const { message, lines, code, bytes } = error as Error & {
+    lines?: number;
+    code?: string;
+    bytes?: number;
+  };
+  if (code !== 'CSV_QUOTE_NOT_CLOSED' || bytes === undefined) {
+    return { line: lines, message: `invalid CSV: ${message}` };
+  }
+  // Blank lines between the last record and the open one are skipped, as csvRows does.
+  const buffer = Buffer.from(text);
+  const blank = /^[\r\n]*/.exec(buffer.subarray(bytes).toString())?.[0] ?? '';
+  const before = `${buffer.subarray(0, bytes).toString()}${blank}`;
+  const line = before.split('\n').length;
+  return {
+    line,
+    message: 'invalid CSV: a quoted field starts on this line and is never closed (a missing ")',
+  };
 }
 
 /** Non-empty rows with the line each starts on (a quoted cell may span lines). */

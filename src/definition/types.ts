@@ -53,6 +53,11 @@ export interface GenerateConfig {
 export interface Model {
   /** Inspect-style name, e.g. `openai/gpt-4o-mini` or `mockllm/model`. */
   readonly name: string;
+  /**
+   * Retries Steward may make of one call before the call fails (its `model_args.max_retries`).
+   * @default unlimited: retries stop 30 minutes after the first failure
+   */
+  readonly maxRetries?: number;
   generate(
     messages: ChatMessage[],
     options?: {

@@ -73,13 +73,15 @@ export interface LogStore {
   writeSample(record: SampleRecord): Promise<'written' | 'exists'>;
   readSample(task: string, sampleId: string | number, epoch: number): Promise<SampleRecord | undefined>;
   writeSampleError(record: SampleErrorRecord): Promise<void>;
+  /** The latest failure of each sample of a task that has not completed, in file-name order. */
+  readSampleErrors(task: string): Promise<SampleErrorRecord[]>;
   /** Keys (see {@link sampleKey}) of the completed samples of a task. */
   completedKeys(task: string): Promise<Set<string>>;
   readSamples(task: string): Promise<SampleRecord[]>;
   writeTaskSummary(summary: TaskSummary): Promise<void>;
   writeEvalSetSummary(summary: EvalSetSummary): Promise<void>;
   readEvalSetSummary(): Promise<EvalSetSummary | undefined>;
-  /** Appends to the ramp history (a local activity retried after a crash may append twice). */
+  /** Appends to the ramp history (an activity retried after a crash may append twice). */
   appendRampHistory(entries: RampHistoryEntry[]): Promise<void>;
 }
 
@@ -104,7 +106,7 @@ class JsonDirLogStore implements LogStore {
       return 'written';
     } catch (err) {
       if (errno(err) === 'EEXIST') return 'exists';
-      throw logWriteError(target, err);
+      throw await logWriteError(target, err);
     } finally {
       await fs.rm(tmp, { force: true });
       await fs.rm(this.samplePath(record.task, 'errors', sampleKey(record.sample_id, record.epoch)), { force: true });
@@ -118,6 +120,15 @@ class JsonDirLogStore implements LogStore {
   async writeSampleError(record: SampleErrorRecord): Promise<void> {
     const target = this.samplePath(record.task, 'errors', sampleKey(record.sample_id, record.epoch));
     await this.replace(target, record);
+  }
+
+  async readSampleErrors(task: string): Promise<SampleErrorRecord[]> {
+    const dir = path.join(this.dir, task, 'errors');
+    const names = (await listDir(dir)).filter((n) => n.endsWith('.json')).sort();
+    const records = await Promise.all(
+      names.map((n) => readJson<SampleErrorRecord>(path.join(dir, n))),
+    );
+    return records.filter((r): r is SampleErrorRecord => r !== undefined);
   }
 
   async completedKeys(task: string): Promise<Set<string>> {
@@ -150,7 +161,7 @@ class JsonDirLogStore implements LogStore {
       await fs.mkdir(this.dir, { recursive: true });
       await fs.appendFile(file, entries.map((e) => `${JSON.stringify(e)}\n`).join(''));
     } catch (err) {
-      throw logWriteError(file, err);
+      throw await logWriteError(file, err);
     }
   }
 
@@ -167,7 +178,7 @@ class JsonDirLogStore implements LogStore {
       return tmp;
     } catch (err) {
       await fs.rm(tmp, { force: true }).catch(() => undefined);
-      throw logWriteError(target, err);
+      throw await logWriteError(target, err);
     }
   }
 
@@ -178,23 +189,61 @@ class JsonDirLogStore implements LogStore {
       await fs.rename(tmp, target);
     } catch (err) {
       await fs.rm(tmp, { force: true });
-      throw logWriteError(target, err);
+      throw await logWriteError(target, err);
     }
   }
 }
 
-function logWriteError(file: string, err: unknown): StewardError {
-  const code = errno(err);
-  const reason =
-    code === 'ENOSPC'
-      ? 'the disk is full'
-      : code === 'EACCES' || code === 'EPERM'
-        ? 'permission denied'
-        : code === 'EROFS'
-          ? 'the file system is read-only'
-          : err instanceof Error
-            ? err.message
-            : String(err);
+/**
+ * Makes the log directory and checks that a file can be written in it, before anything runs.
+ *
+ * @throws StewardError (exit code 3) saying why not: a full disk, permissions, a read-only file
+ *   system, or a path through a file.
+ */
+export async function checkLogDir(dir: string): Promise<void> {
+  const probe = path.join(dir, `.steward-write-check-${process.pid}`);
+  try {
+    await fs.mkdir(dir, { recursive: true });
+    await fs.writeFile(probe, '');
+    await fs.rm(probe);
+  } catch (err) {
+    throw new StewardError(
+      `cannot write results to log dir ${dir}: ${await writeFailureReason(dir, err)}`,
+      ExitCode.environment,
+    );
+  }
+}
+
+async function writeFailureReason(file: string, err: unknown): Promise<string> {
+  switch (errno(err)) {
+    case 'ENOSPC':
+      return 'the disk is full';
+    case 'EACCES':
+    case 'EPERM':
+      return 'permission denied';
+    case 'EROFS':
+      return 'the file system is read-only';
+    case 'ENOTDIR':
+    case 'EEXIST': {
+      const blocker = await fileOnPath(file);
+      if (blocker) return `${blocker} is a file, not a directory`;
+      break;
+    }
+  }
+  return err instanceof Error ? err.message : String(err);
+}
+
+/** The nearest existing ancestor of `target` (or `target` itself) that is not a directory. */
+async function fileOnPath(target: string): Promise<string | undefined> {
+  for (let dir = target; ; dir = path.dirname(dir)) {
+    const stat = await fs.stat(dir).catch(() => undefined);
+    if (stat) return stat.isDirectory() ? undefined : dir;
+    if (path.dirname(dir) === dir) return undefined;
+  }
+}
+
+async function logWriteError(file: string, err: unknown): Promise<StewardError> {
+  const reason = await writeFailureReason(file, err);
   const error = new StewardError(`cannot write results to ${file}: ${reason}`, ExitCode.environment);
   (error as StewardError & { type: string }).type = ErrorType.logWrite;
   return error;

@@ -170,6 +170,18 @@ export function createModel(
   }
 }
 
+/** The schema of `model_args` for the model `name`, if Steward can build that model. */
+export function modelArgsSchema(name: string): z.ZodType | undefined {
+  let provider: ModelProvider;
+  try {
+    provider = parseModelName(name).provider;
+  } catch {
+    return undefined;
+  }
+  if (provider === 'mockllm') return mockArgsSchema;
+  return provider === 'anthropic' ? undefined : openAIArgsSchema;
+}
+
 /** Validates `model_args` against a provider's schema, reporting every problem by its path. */
 function parseModelArgs<T>(schema: z.ZodType<T>, args: Record<string, unknown>): T {
   const result = schema.safeParse(args);

@@ -28,6 +28,11 @@ import type {
 export const openAIArgsSchema = z.strictObject({
   /** Per-request timeout in milliseconds. @default 600000 (10 minutes) */
   timeout_ms: z.number().int().positive().optional(),
+  /**
+   * Retries of one call (transient errors, rate limits) before its sample fails.
+   * @default unlimited: retries stop 30 minutes after the first failure
+   */
+  max_retries: z.number().int().min(0).optional(),
 });
 export type OpenAIArgs = z.infer<typeof openAIArgsSchema>;
 
@@ -76,14 +81,55 @@ export function createOpenAIModel(
     maxRetries: 0,
     timeout: args.timeout_ms ?? DEFAULT_TIMEOUT_MS,
   });
+  const timeoutMs = args.timeout_ms ?? DEFAULT_TIMEOUT_MS;
   return {
     name,
+    ...(args.max_retries === undefined ? {} : { maxRetries: args.max_retries }),
     async generate(messages, options = {}) {
       const body = requestBody(connection, messages, options.tools, options.config);
-      const completion = await client.chat.completions.create(body, { signal: options.signal });
+      const completion = await client.chat.completions
+        .create(body, { signal: options.signal })
+        .catch((err: unknown) => {
+          throw explainFailure(name, err, timeoutMs);
+        });
       return toModelOutput(name, completion);
     },
   };
+}
+
+/**
+ * The SDK's errors for a request that got no usable answer say little ("Request timed out.",
+ * "terminated", "Unexpected end of JSON input"). These say what the endpoint did, and keep what
+ * the retry policy reads: a timeout stays a `TimeoutError`, a cut connection keeps its socket
+ * error as `cause`, and a body that is not JSON is a {@link ModelResponseError} (not retried).
+ * Anything else (HTTP errors, our own aborts) passes unchanged.
+ */
+function explainFailure(name: string, err: unknown, timeoutMs: number): unknown {
+  // By name, not instanceof: errors from another realm (fetch's, under test runners) are not ours.
+  const { name: errorName, message } = (err ?? {}) as Partial<Error>;
+  const className = (err as object | null)?.constructor?.name;
+  if (className === 'APIConnectionTimeoutError') {
+    const timeout = new Error(
+      `model ${name}: no answer within ${timeoutMs} ms (model_args.timeout_ms sets the limit)`,
+      { cause: err },
+    );
+    timeout.name = 'TimeoutError';
+    return timeout;
+  }
+  if (errorName === 'SyntaxError') {
+    return new ModelResponseError(
+      `model ${name} answered with a body that is not valid JSON (${message})`,
+    );
+  }
+  // undici's TypeError("terminated") when the connection closes mid-body.
+  if (errorName === 'TypeError' && message === 'terminated') {
+    const reason = ((err as Error).cause as Error | undefined)?.message;
+    return new Error(
+      `model ${name}: the connection closed before the whole answer arrived${reason ? ` (${reason})` : ''}`,
+      { cause: err },
+    );
+  }
+  return err;
 }
 
 function requestBody(

@@ -3,6 +3,7 @@
  * how a fleet spans machines), else the embedded dev server, started on demand and reused.
  */
 import { Client, Connection } from '@temporalio/client';
+import { ExitCode, StewardError } from '../errors';
 import { stewardHome } from '../util/home';
 import { loadTemporalDevConfig } from './config';
 import { ensureDevServer } from './devserver';
@@ -64,6 +65,12 @@ export async function connectClient(target: TemporalTarget): Promise<Client> {
     address: target.address,
     apiKey: target.apiKey,
     tls: target.tls,
+  }).catch((err: unknown) => {
+    const which = target.embedded ? 'the embedded dev server' : 'TEMPORAL_ADDRESS';
+    throw new StewardError(
+      `cannot reach Temporal at ${target.address} (${which}): ${(err as Error).message}`,
+      ExitCode.environment,
+    );
   });
   return new Client({ connection, namespace: target.namespace });
 }

@@ -1,6 +1,12 @@
 /** The real dependencies of a worker process's activities. */
 import type { Client } from '@temporalio/client';
-import { DefaultLogger, Runtime, makeTelemetryFilterString } from '@temporalio/worker';
+import {
+  DefaultLogger,
+  Runtime,
+  makeTelemetryFilterString,
+  type LogLevel,
+  type LogMetadata,
+} from '@temporalio/worker';
 import Dockerode from 'dockerode';
 import { loadDefinition } from '../definition/load';
 import type { Model } from '../definition/types';
@@ -49,6 +55,17 @@ export function processDeps(
   };
 }
 
+/**
+ * The SDK's logger without its "Workflow failed" warning: a failed eval set is reported by
+ * `steward launch` and `steward status` in the user's words (and kept in Temporal's history);
+ * the SDK's version is a dump of nested failures on the launcher's stderr.
+ */
+class WorkerLogger extends DefaultLogger {
+  override log(level: LogLevel, message: string, meta?: LogMetadata): void {
+    if (message !== 'Workflow failed') super.log(level, message, meta);
+  }
+}
+
 let runtimeInstalled = false;
 
 /**
@@ -59,7 +76,7 @@ export function installRuntime(options: { shutdownSignals?: NodeJS.Signals[] } =
   if (runtimeInstalled) return;
   runtimeInstalled = true;
   Runtime.install({
-    logger: new DefaultLogger('WARN'),
+    logger: new WorkerLogger('WARN'),
     // Native (core) logs go through the same logger, to stderr: stdout is `--json`'s alone.
     telemetryOptions: {
       logging: { filter: makeTelemetryFilterString({ core: 'WARN' }), forward: {} },
