@@ -8,7 +8,12 @@ import path from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { Client } from '@temporalio/client';
 import { ConfigError, ExitCode, StewardError } from '../src/errors';
-import { findTemporalBinary, temporalCliPackage, temporalCliVersion } from '../src/temporal/binary';
+import {
+  buildRecipe,
+  findTemporalBinary,
+  temporalCliPackage,
+  temporalCliVersion,
+} from '../src/temporal/binary';
 import {
   loadTemporalDevConfig,
   validateTemporalDevConfig,
@@ -176,36 +181,71 @@ describe('findTemporalBinary', () => {
     const dir = await freshDir('binary');
     const onPath = await executable(path.join(dir, 'path', 'temporal'), 'exit 0');
     const built = await executable(path.join(dir, 'root', '.tools', 'bin', 'temporal'), 'exit 0');
+    await writeFile(path.join(dir, 'root', '.tools', 'bin', 'temporal.recipe'), buildRecipe);
     const root = path.join(dir, 'root');
     const env = { PATH: path.dirname(onPath) };
     expect(await findTemporalBinary({ env, root })).toBe(onPath);
     expect(await findTemporalBinary({ env: { PATH: path.join(dir, 'empty') }, root })).toBe(built);
   });
 
-  it('builds it once with go install into .tools/bin, saying so', async () => {
-    const dir = await freshDir('binary');
-    const record = path.join(dir, 'go-args');
+  /** A fake `go` that logs each invocation and, asked to build, writes the `-o` file. */
+  async function fakeGo(dir: string, record: string): Promise<void> {
     await executable(
       path.join(dir, 'bin', 'go'),
-      `echo "$@" > ${record}\nprintf '#!/bin/sh\\n' > "$GOBIN/temporal"\n/bin/chmod +x "$GOBIN/temporal"`,
+      [
+        `echo "$@" >> ${record}`,
+        'if [ "$1" = build ]; then printf \'#!/bin/sh\\n\' > "$3"; /bin/chmod +x "$3"; fi',
+      ].join('\n'),
     );
+  }
+
+  it('builds it once into .tools/bin with the fixed SQLite driver, saying so', async () => {
+    const dir = await freshDir('binary');
+    const record = path.join(dir, 'go-args');
+    await fakeGo(dir, record);
     const progress: string[] = [];
     const root = path.join(dir, 'root');
     const env = { PATH: path.join(dir, 'bin') };
     const binary = await findTemporalBinary({ env, root, onProgress: (m) => progress.push(m) });
 
     expect(binary).toBe(path.join(root, '.tools', 'bin', 'temporal'));
-    expect(await readFile(record, 'utf8')).toBe(
-      `install ${temporalCliPackage}@${temporalCliVersion}\n`,
+    // The build runs in a scratch module under .tools/bin, gone afterwards.
+    const invocations = (await readFile(record, 'utf8')).replace(
+      /\S*\/\.build-[^/]+\//g,
+      'SCRATCH/',
+    );
+    expect(invocations).toBe(
+      [
+        'mod init steward.local/temporal-build',
+        `get ${temporalCliPackage}@${temporalCliVersion} modernc.org/sqlite@v1.44.3`,
+        `build -o SCRATCH/temporal ${temporalCliPackage}`,
+        '',
+      ].join('\n'),
     );
     expect(progress).toEqual([
       'Building the Temporal CLI v1.5.1 with Go (one time, a few minutes)...',
     ]);
-    expect(await readdir(path.join(root, '.tools', 'bin'))).toEqual(['temporal']);
+    expect((await readdir(path.join(root, '.tools', 'bin'))).sort()).toEqual([
+      'temporal',
+      'temporal.recipe',
+    ]);
     expect(await findTemporalBinary({ env, root, onProgress: (m) => progress.push(m) })).toBe(
       binary,
     );
     expect(progress).toHaveLength(1);
+  });
+
+  it('builds again over a binary of another recipe (the stock SQLite driver)', async () => {
+    const dir = await freshDir('binary');
+    const record = path.join(dir, 'go-args');
+    await fakeGo(dir, record);
+    const root = path.join(dir, 'root');
+    await executable(path.join(root, '.tools', 'bin', 'temporal'), 'exit 0');
+    await findTemporalBinary({ env: { PATH: path.join(dir, 'bin') }, root });
+    expect(await readFile(record, 'utf8')).toContain('build -o');
+    expect(await readFile(path.join(root, '.tools', 'bin', 'temporal.recipe'), 'utf8')).toBe(
+      `${buildRecipe}\n`,
+    );
   });
 
   it('fails with the end of go output when the build fails, leaving nothing behind', async () => {
@@ -219,7 +259,7 @@ describe('findTemporalBinary', () => {
 
     expect(error).toBeInstanceOf(StewardError);
     expect((error as StewardError).exitCode).toBe(ExitCode.environment);
-    expect((error as Error).message).toMatch(/go install .* exited with 1/);
+    expect((error as Error).message).toMatch(/go mod init .* exited with 1/);
     expect((error as Error).message).toContain('go: line 40');
     expect((error as Error).message).not.toContain('go: line 20\n');
     expect(await readdir(path.join(root, '.tools', 'bin'))).toEqual([]);

@@ -7,14 +7,23 @@
  */
 import { spawn } from 'node:child_process';
 import { constants } from 'node:fs';
-import { access, mkdir, mkdtemp, rename, rm, stat } from 'node:fs/promises';
+import { access, mkdir, mkdtemp, readFile, rename, rm, stat, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { ExitCode, StewardError } from '../errors';
 import { packageRoot } from './config';
 
-/** The CLI release Steward builds: the newest whose go.mod has no `replace`, so `go install` works. */
+/** The CLI release Steward builds: the newest whose go.mod has no `replace`, so Go can build it from the module proxy. */
 export const temporalCliVersion = 'v1.5.1';
 export const temporalCliPackage = 'github.com/temporalio/cli/cmd/temporal';
+/**
+ * The SQLite driver the dev server is built with. v1.5.1 pins modernc.org/sqlite v1.34.1, whose
+ * connections stay broken (SQLITE_INTERRUPT on every later query) once an overloaded server
+ * cancels a request: 20 tasks × 1,000 samples wedged it for good. v1.44.3 has the fix (the
+ * driver Temporal itself moved to).
+ */
+export const sqliteDriver = 'modernc.org/sqlite@v1.44.3';
+/** What a cached `.tools/bin/temporal` was built from; another recipe means build again. */
+export const buildRecipe = `${temporalCliPackage}@${temporalCliVersion} with ${sqliteDriver}`;
 
 export interface FindTemporalBinaryOptions {
   /** Told about the one-time build, which takes minutes. */
@@ -26,8 +35,8 @@ export interface FindTemporalBinaryOptions {
 }
 
 /**
- * The `temporal` executable: the one on `PATH`, else `<root>/.tools/bin/temporal`, else one built
- * there now with `go install`.
+ * The `temporal` executable: the one on `PATH`, else `<root>/.tools/bin/temporal` if it was built
+ * from {@link buildRecipe}, else one built there now with Go.
  *
  * @throws StewardError (environment) when it has to be built and Go is missing or the build fails
  */
@@ -38,7 +47,9 @@ export async function findTemporalBinary(options: FindTemporalBinaryOptions = {}
 
   const binDir = path.join(options.root ?? packageRoot, '.tools', 'bin');
   const cached = path.join(binDir, 'temporal');
-  if (await isExecutable(cached)) return cached;
+  const stamp = path.join(binDir, 'temporal.recipe');
+  const builtFrom = await readFile(stamp, 'utf8').catch(() => undefined);
+  if ((await isExecutable(cached)) && builtFrom?.trim() === buildRecipe) return cached;
 
   const go = await findOnPath('go', env);
   if (go === undefined) {
@@ -53,27 +64,36 @@ export async function findTemporalBinary(options: FindTemporalBinaryOptions = {}
     `Building the Temporal CLI ${temporalCliVersion} with Go (one time, a few minutes)...`,
   );
   await buildInto(go, binDir, env);
+  await writeFile(stamp, `${buildRecipe}\n`);
   return cached;
 }
 
 /**
- * Builds into a scratch directory beside the target, then renames: a concurrent `steward` never
- * sees a half-written binary, and two builds racing both end with a whole one.
+ * Builds in a scratch module beside the target (the CLI and the SQLite driver as its
+ * requirements), then renames: a concurrent `steward` never sees a half-written binary, and two
+ * builds racing both end with a whole one.
  */
 async function buildInto(go: string, binDir: string, env: NodeJS.ProcessEnv): Promise<void> {
   await mkdir(binDir, { recursive: true });
   const scratch = await mkdtemp(path.join(binDir, '.build-'));
   try {
-    const target = `${temporalCliPackage}@${temporalCliVersion}`;
-    const { failure, output } = await run(go, ['install', target], { ...env, GOBIN: scratch });
-    if (failure !== undefined) {
-      throw new StewardError(
-        `Building the Temporal CLI failed: go install ${target} ${failure}. Its last output:\n` +
-          tail(output, 20),
-        ExitCode.environment,
-      );
+    const output = path.join(scratch, 'temporal');
+    const steps = [
+      ['mod', 'init', 'steward.local/temporal-build'],
+      ['get', `${temporalCliPackage}@${temporalCliVersion}`, sqliteDriver],
+      ['build', '-o', output, temporalCliPackage],
+    ];
+    for (const args of steps) {
+      const step = await run(go, args, { ...env, GOFLAGS: '-mod=mod' }, scratch);
+      if (step.failure !== undefined) {
+        throw new StewardError(
+          `Building the Temporal CLI failed: go ${args.join(' ')} ${step.failure}. Its last output:\n` +
+            tail(step.output, 20),
+          ExitCode.environment,
+        );
+      }
     }
-    await rename(path.join(scratch, 'temporal'), path.join(binDir, 'temporal'));
+    await rename(output, path.join(binDir, 'temporal'));
   } finally {
     await rm(scratch, { recursive: true, force: true });
   }
@@ -83,9 +103,10 @@ function run(
   command: string,
   args: string[],
   env: NodeJS.ProcessEnv,
+  cwd: string,
 ): Promise<{ failure?: string; output: string }> {
   return new Promise((resolve) => {
-    const child = spawn(command, args, { env, stdio: ['ignore', 'pipe', 'pipe'] });
+    const child = spawn(command, args, { env, cwd, stdio: ['ignore', 'pipe', 'pipe'] });
     let output = '';
     const collect = (chunk: Buffer) => (output += chunk.toString());
     child.stdout.on('data', collect);

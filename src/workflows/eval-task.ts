@@ -128,6 +128,10 @@ export async function evalTask(input: EvalTaskInput): Promise<TaskResult> {
   };
 
   for (;;) {
+    // Reset before the state is read, not after the admission below: reports that arrive while
+    // it awaits change that state, and clearing them afterwards could wait forever for a report
+    // that already came (every sample in flight finished during the admission).
+    changed = false;
     const room = setpoint - inFlight.size;
     if (room > 0 && countRanges(carry.pending) > 0) {
       await admit(takeFromRanges(carry.pending, room));
@@ -148,7 +152,6 @@ export async function evalTask(input: EvalTaskInput): Promise<TaskResult> {
         },
       });
     }
-    changed = false;
     // Without a timeout `condition` resolves to undefined, not true: only a timed wait can mean
     // that handed-over samples went silent.
     if (handedOver.size === 0) {
