@@ -1,0 +1,142 @@
+/**
+ * The processes of a run as Linux's /proc shows them: a process's descendants, what kind of
+ * Steward process each is, and their resident memory sampled over a run.
+ */
+import { readFileSync, readdirSync } from 'node:fs';
+
+export type ProcessKind = 'launch' | 'worker' | 'temporal' | 'other';
+
+/** The command line of `pid`, or undefined once it has exited. */
+export function commandLine(pid: number): string[] | undefined {
+  try {
+    return readFileSync(`/proc/${pid}/cmdline`, 'utf8').split('\0').filter(Boolean);
+  } catch {
+    return undefined;
+  }
+}
+
+/** Every live process's parent, from /proc/<pid>/stat. */
+function parents(): Map<number, number> {
+  const parentOf = new Map<number, number>();
+  for (const entry of readdirSync('/proc')) {
+    if (!/^\d+$/.test(entry)) continue;
+    try {
+      const stat = readFileSync(`/proc/${entry}/stat`, 'utf8');
+      // The command name may hold spaces and parentheses: the fields after its last `)` do not.
+      const [, ppid] = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+      parentOf.set(Number(entry), Number(ppid));
+    } catch {
+      // Exited between the listing and the read.
+    }
+  }
+  return parentOf;
+}
+
+/** Every live descendant of `roots`, the roots included. */
+export function processTree(roots: number[]): number[] {
+  const childrenOf = new Map<number, number[]>();
+  for (const [pid, ppid] of parents()) childrenOf.set(ppid, [...(childrenOf.get(ppid) ?? []), pid]);
+  const tree: number[] = [];
+  const visit = (pid: number): void => {
+    tree.push(pid);
+    for (const child of childrenOf.get(pid) ?? []) visit(child);
+  };
+  for (const root of new Set(roots)) visit(root);
+  return [...new Set(tree)];
+}
+
+/** The pid of the Temporal dev server serving `port` (the CLI's `server start-dev`), if any. */
+export function devServerPid(port: number): number | undefined {
+  for (const entry of readdirSync('/proc')) {
+    if (!/^\d+$/.test(entry)) continue;
+    const args = commandLine(Number(entry));
+    if (!args?.includes('start-dev')) continue;
+    const at = args.indexOf('--port');
+    if (at >= 0 && args[at + 1] === String(port)) return Number(entry);
+  }
+  return undefined;
+}
+
+/** What a process of a run is, from its command line. */
+export function processKind(args: string[]): ProcessKind {
+  if (args.includes('start-dev')) return 'temporal';
+  if (args.some((arg) => arg.endsWith('task-worker.js'))) return 'worker';
+  if (args.includes('launch')) return 'launch';
+  return 'other';
+}
+
+/** Resident memory now and at its peak (`VmRSS`, `VmHWM`), in KiB; undefined once exited. */
+export function memoryKb(pid: number): { rss: number; peak: number } | undefined {
+  let status: string;
+  try {
+    status = readFileSync(`/proc/${pid}/status`, 'utf8');
+  } catch {
+    return undefined;
+  }
+  const field = (name: string): number =>
+    Number(new RegExp(`${name}:\\s+(\\d+) kB`).exec(status)?.[1] ?? 0);
+  return { rss: field('VmRSS'), peak: field('VmHWM') };
+}
+
+export interface MemoryReport {
+  /** The largest sum of resident memory over every watched process at one sampling, KiB. */
+  peakTotalKb: number;
+  /** Per kind, the largest peak (`VmHWM`) of any one process of that kind, KiB. */
+  peakByKindKb: Partial<Record<ProcessKind, number>>;
+  /** Distinct processes seen, per kind. */
+  processesByKind: Partial<Record<ProcessKind, number>>;
+  samplings: number;
+}
+
+/**
+ * Samples the resident memory of `roots` and all their descendants every `intervalMs` until
+ * stopped. The per-process peak comes from the kernel's high-water mark, so a spike between two
+ * samplings still counts there; the total is what one sampling saw at once.
+ */
+export function watchMemory(roots: () => number[], intervalMs = 250): { stop(): MemoryReport } {
+  // A child just forked shows its parent's command line and memory until it execs: what a
+  // process is, and its peak, count from its last command line.
+  const commands = new Map<number, string>();
+  const kinds = new Map<number, ProcessKind>();
+  const peaks = new Map<number, number>();
+  let peakTotalKb = 0;
+  let samplings = 0;
+  const sample = (): void => {
+    let total = 0;
+    const pids = processTree(roots());
+    for (const pid of pids) {
+      const memory = memoryKb(pid);
+      const args = commandLine(pid);
+      if (!memory || !args) continue;
+      const command = args.join(' ');
+      if (commands.get(pid) !== command) {
+        commands.set(pid, command);
+        kinds.set(pid, processKind(args));
+        peaks.delete(pid);
+      }
+      peaks.set(pid, Math.max(peaks.get(pid) ?? 0, memory.peak));
+      total += memory.rss;
+    }
+    peakTotalKb = Math.max(peakTotalKb, total);
+    samplings++;
+  };
+  sample();
+  const timer = setInterval(sample, intervalMs);
+  return {
+    stop() {
+      clearInterval(timer);
+      sample();
+      const report: MemoryReport = {
+        peakTotalKb,
+        peakByKindKb: {},
+        processesByKind: {},
+        samplings,
+      };
+      for (const [pid, kind] of kinds) {
+        report.peakByKindKb[kind] = Math.max(report.peakByKindKb[kind] ?? 0, peaks.get(pid) ?? 0);
+        report.processesByKind[kind] = (report.processesByKind[kind] ?? 0) + 1;
+      }
+      return report;
+    },
+  };
+}

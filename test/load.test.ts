@@ -1,0 +1,83 @@
+/**
+ * Load: 20 tasks × 1,000 zero-latency `mockllm` samples at `max_samples` 100, through the CLI on
+ * the test run's dev server, complete on a 2-core machine with every sample recorded, and no
+ * workflow history comes near Temporal's limits. Prints the run's figures: wall time, peak
+ * memory over every process of the run, the largest history. (`npm run bench:load` measures the
+ * same outside Jest, on a server of its own.)
+ */
+import { Client, Connection } from '@temporalio/client';
+import { largestHistories, loadTable, runLoad, type LoadRun } from '../scripts/load/measure';
+import { tempDir, uniqueName } from './helpers/cli';
+import { HISTORY_LIMITS } from './helpers/histories';
+import { devServerPid } from './helpers/process-tree';
+
+const SHAPE = { tasks: 20, samplesPerTask: 1_000, maxSamples: 100 };
+const SAMPLES = SHAPE.tasks * SHAPE.samplesPerTask;
+/** A loaded 2-core machine: generous, since what this test asserts is completion, not speed. */
+const DEADLINE_MS = 45 * 60_000;
+
+jest.setTimeout(DEADLINE_MS + 5 * 60_000);
+
+describe(`${SHAPE.tasks} tasks × ${SHAPE.samplesPerTask} samples at max_samples ${SHAPE.maxSamples}`, () => {
+  let client: Client;
+  let run: LoadRun;
+
+  beforeAll(async () => {
+    const address = process.env.TEMPORAL_ADDRESS!;
+    const serverPid = devServerPid(Number(address.split(':').pop()));
+    if (serverPid === undefined)
+      throw new Error(`no Temporal dev server process serves ${address}`);
+    client = new Client({
+      connection: await Connection.connect({ address }),
+      namespace: process.env.TEMPORAL_NAMESPACE,
+    });
+    run = await runLoad({
+      shape: SHAPE,
+      dir: await tempDir('steward-load-'),
+      name: uniqueName('load'),
+      env: process.env,
+      client,
+      serverPid,
+      timeoutMs: DEADLINE_MS,
+    });
+    console.log(loadTable(run));
+  });
+
+  afterAll(async () => {
+    await client?.connection.close();
+  });
+
+  test('completes, exits 0 and records every sample once', () => {
+    expect(run.cli.stderr).not.toContain('internal error');
+    expect(run.cli.code).toBe(0);
+    const summary = JSON.parse(run.cli.stdout);
+    expect(summary.status).toBe('success');
+    expect(summary.tasks).toHaveLength(SHAPE.tasks);
+    for (const task of summary.tasks) {
+      expect(task).toMatchObject({
+        samples: SHAPE.samplesPerTask,
+        completed: SHAPE.samplesPerTask,
+        errored: 0,
+      });
+    }
+    expect(run.records).toBe(SAMPLES);
+  });
+
+  test('ran a worker process per task, and sampled the memory of the workers and the server', () => {
+    expect(run.memory.processesByKind.worker).toBeGreaterThanOrEqual(SHAPE.tasks);
+    expect(run.memory.processesByKind.temporal).toBe(1);
+    expect(run.memory.peakTotalKb).toBeGreaterThan(0);
+  });
+
+  test('the largest evalSet or evalTask history stays well inside Temporal’s limits', () => {
+    expect(run.historyError).toBeUndefined();
+    expect(run.histories.filter((h) => h.run.type === 'evalSet')).toHaveLength(1);
+    expect(run.histories.filter((h) => h.run.type === 'evalTask').length).toBeGreaterThanOrEqual(
+      SHAPE.tasks,
+    );
+    const { byEvents, byBytes } = largestHistories(run);
+    // A margin, not just under: half the hard limits.
+    expect(byEvents.events).toBeLessThan(HISTORY_LIMITS.maxEvents / 2);
+    expect(byBytes.bytes).toBeLessThan(HISTORY_LIMITS.maxBytes / 2);
+  });
+});
