@@ -3,6 +3,7 @@
  * Heartbeats so a dead worker shows.
  */
 import { Context } from '@temporalio/activity';
+import { ApplicationFailure } from '@temporalio/common';
 import type Dockerode from 'dockerode';
 import type { SampleContext } from '../definition/types';
 import { runSample as solveAndScore } from '../eval/run-sample';
@@ -67,7 +68,10 @@ export function createSampleActivities(deps: ActivityDeps) {
           attempt: ctx.info.attempt,
         });
       } catch (err) {
-        const failure = toFailure(err, ErrorType.sample);
+        const failure = finalOnLastCapacityAttempt(
+          toFailure(err, ErrorType.sample),
+          ctx.info.attempt,
+        );
         await store
           .writeSampleError({
             version: 1,
@@ -136,3 +140,24 @@ export function createSampleActivities(deps: ActivityDeps) {
 }
 
 export type SampleActivities = ReturnType<typeof createSampleActivities>;
+
+/** Attempts a capacity refusal (Docker out of networks) gets before it fails the sample. */
+const CAPACITY_ATTEMPTS = 5;
+
+/**
+ * A capacity refusal is retryable: it may clear as other samples end and free their networks.
+ * But the sample's retry budget (about 15 minutes) is for crashes and server restarts; a host
+ * that stays out of networks should fail the sample within seconds, pointing at the fix.
+ */
+function finalOnLastCapacityAttempt(
+  failure: ApplicationFailure,
+  attempt: number,
+): ApplicationFailure {
+  if (failure.nonRetryable || attempt < CAPACITY_ATTEMPTS) return failure;
+  return ApplicationFailure.create({
+    message: failure.message,
+    type: failure.type ?? undefined,
+    nonRetryable: true,
+    cause: failure.cause,
+  });
+}
