@@ -3,12 +3,12 @@
  * running tasks for the tend loop, write the eval set's summary.
  */
 import * as path from 'node:path';
-import { promises as fs } from 'node:fs';
 import { ApplicationFailure } from '@temporalio/common';
 import { loadStewardYaml } from '../config/load';
 import { resolveSettings } from '../config/settings';
 import { sampleCount } from '../definition/samples';
 import { ErrorType, formatIssue } from '../errors';
+import { checkLogDir } from '../logs/store';
 import { defaultMaxSandboxes } from '../sandbox/budget';
 import {
   taskQueueFor,
@@ -104,20 +104,9 @@ export function createControlActivities(deps: ActivityDeps) {
 
 export type ControlActivities = ReturnType<typeof createControlActivities>;
 
+/** {@link checkLogDir}, as a failure the workflow reports as a log-write error, not retried. */
 async function ensureWritable(dir: string): Promise<void> {
-  const probe = path.join(dir, `.steward-write-check-${process.pid}`);
-  try {
-    await fs.mkdir(dir, { recursive: true });
-    await fs.writeFile(probe, '');
-    await fs.rm(probe);
-  } catch (err) {
-    const reason =
-      (err as NodeJS.ErrnoException).code === 'ENOSPC'
-        ? 'the disk is full'
-        : (err as Error).message;
-    throw ApplicationFailure.nonRetryable(
-      `log directory ${dir} is not writable: ${reason}`,
-      ErrorType.logWrite,
-    );
-  }
+  await checkLogDir(dir).catch((err: unknown) => {
+    throw ApplicationFailure.nonRetryable((err as Error).message, ErrorType.logWrite);
+  });
 }

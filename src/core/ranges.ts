@@ -33,8 +33,3 @@ export function takeFromRanges(ranges: IndexRanges, n: number): number[] {
   }
   return taken;
 }
-
-/** Whether `index` is in `ranges`. */
-export function rangesHave(ranges: IndexRanges, index: number): boolean {
-  return ranges.some(([start, end]) => index >= start && index < end);
-}

@@ -13,7 +13,7 @@ import {
 } from '@temporalio/workflow';
 import type { TaskActivities } from '../activities/task';
 import { ErrorType } from '../errors';
-import { countRanges, rangesHave, takeFromRanges } from '../core/ranges';
+import { countRanges, takeFromRanges } from '../core/ranges';
 import {
   sampleDoneSignal,
   setLimitsSignal,
@@ -65,19 +65,15 @@ export async function evalTask(input: EvalTaskInput): Promise<TaskResult> {
     if (done.errorType === ErrorType.networkPoolExhausted) carry.networkErrors++;
     changed = true;
   };
-  // A report can arrive before its sample's admission is in this run's history (runs of versions
-  // that admitted by local activity, whose retried workflow task could see the report first).
-  // Such reports wait here for the admission that follows.
-  const early = new Map<number, SampleDone>(carry.early.map((d) => [d.index, d]));
   // Samples handed over by the previous run. A report that reached the previous run after it
   // decided to continue-as-new (the SDK delivers such signals to a workflow that has already
   // returned) is in that run's history, not here: if one of these stays silent, ask its workflow.
   const handedOver = new Set(input.carry?.inFlight ?? []);
   setHandler(sampleDoneSignal, (done) => {
     handedOver.delete(done.index);
+    // A report for a sample not in flight is a repeat (a sample retried after reporting). None can
+    // come ahead of its admission: the admission activity starts samples only once it is recorded.
     if (inFlight.delete(done.index)) count(done);
-    else if (rangesHave(carry.pending, done.index)) early.set(done.index, done);
-    // Otherwise a repeat (a sample retried after reporting): counted once already.
   });
   setHandler(setLimitsSignal, (limits) => {
     setpoint = limits.setpoint;
@@ -104,14 +100,7 @@ export async function evalTask(input: EvalTaskInput): Promise<TaskResult> {
     ramp_state: 'steady',
   }));
 
-  const admit = async (admitted: number[]): Promise<void> => {
-    const indices = admitted.filter((index) => {
-      const done = early.get(index);
-      if (!done) return true;
-      early.delete(index);
-      count(done);
-      return false;
-    });
+  const admit = async (indices: number[]): Promise<void> => {
     for (const index of indices) inFlight.add(index);
     await startSamples({
       taskQueue,
@@ -147,7 +136,6 @@ export async function evalTask(input: EvalTaskInput): Promise<TaskResult> {
         carry: {
           ...carry,
           inFlight: [...inFlight],
-          early: [...early.values()],
           runs: carry.runs + 1,
         },
       });
@@ -205,7 +193,6 @@ async function startCarry(input: EvalTaskInput): Promise<EvalTaskCarry> {
     resumed: plan.resumed,
     saturations: 0,
     networkErrors: 0,
-    early: [],
     runs: 1,
   };
 }

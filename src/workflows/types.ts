@@ -70,8 +70,6 @@ export interface EvalTaskCarry {
   saturations: number;
   /** Samples that failed because Docker refused a network. */
   networkErrors: number;
-  /** Reports that arrived before their sample's admission was recorded (see evalTask). */
-  early: SampleDone[];
   runs: number;
 }
 
