@@ -281,6 +281,40 @@ describe('the ramp', () => {
     }
   });
 
+  test('a provider of 40 concurrent requests: the ceiling is held below where it pushed back, and the 429s stop', async () => {
+    // 80 samples of one call each keep well over 40 calls wanted; the controllers double past 40
+    // before the first 429. Without the wall they would sit at 64 after the cut, and go on
+    // meeting 429s.
+    const provider = await startSimProvider({ latencyMs: 1_000, jitterMs: 100, concurrency: 40 });
+    const providerStart = Date.now();
+    const run = await launch('wall', provider, 3_000, ['--samples-ramp', '80,200']);
+    try {
+      const held = await until(run, (s) => s.tasks[0]?.connection_limit === 40);
+      const walls = held.ramp_history.filter((e) => e.reason.startsWith('wall: '));
+      expect(walls.length).toBeGreaterThanOrEqual(1);
+      const last = walls[walls.length - 1];
+      // The level is the calls in flight when the provider refused one: just over its 40.
+      const level = Number(/pushed back at (\d+) connections/.exec(last.reason)![1]);
+      expect(level).toBeGreaterThanOrEqual(41);
+      expect(level).toBeLessThanOrEqual(45);
+      expect(last).toMatchObject({ kind: 'connections', to: 40 });
+      expect(last.reason).toBe(
+        `wall: the provider pushed back at ${level} connections; held at 40 for 120 s before trying ${level} again`,
+      );
+
+      // Held there, the controllers never walk into it again: not one 429 in the next windows.
+      const from = Math.ceil((Date.now() - providerStart) / 1000) + 1;
+      await new Promise((r) => setTimeout(r, 5 * TEND_SECONDS * 1000));
+      const after = provider.stats().series.filter((p) => p.t >= from);
+      expect(after.length).toBeGreaterThanOrEqual(4 * TEND_SECONDS);
+      expect(after.reduce((n, p) => n + p.rate_limited, 0)).toBe(0);
+      expect(Math.max(...after.map((p) => p.in_flight))).toBe(40);
+    } finally {
+      await stop(run);
+      await provider.close();
+    }
+  });
+
   test('a provider limited below demand: after two pushback windows the setpoint and ceiling come down', async () => {
     // 60 requests a minute: the first seconds use up the bucket, then every window sees 429s.
     const provider = await startSimProvider({ latencyMs: 1_000, jitterMs: 100, rpm: 60 });

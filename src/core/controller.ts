@@ -61,6 +61,13 @@ export interface ConnectionsWindow {
    * is still doubling is not counted: the next rounds grow it away.
    */
   queuedShare: number;
+  /**
+   * Most calls in flight, the refused one included, when a rate-limit episode began in the
+   * window (null: none began): the level at which the provider pushed back. It can be well below
+   * the limit when the samples, not the limit, bound the calls. Signals inside an episode's
+   * cooldown are traffic admitted before its cut and say nothing new about the level.
+   */
+  pushbackLevel: number | null;
 }
 
 /** A concurrency limit on model calls. Waiters are served first come, first served. */
@@ -93,6 +100,7 @@ const emptyWindow = (limit: number): ConnectionsWindow => ({
   transientErrors: 0,
   successes: 0,
   queuedShare: 0,
+  pushbackLevel: null,
 });
 
 /**
@@ -209,6 +217,8 @@ abstract class SlotLimiter implements ConnectionLimiter {
       this.cooldownUntil = Math.max(this.cooldownUntil, now + hint);
       return false;
     }
+    // Called from the refused attempt's release, after its slot was freed: count it back in.
+    this.window.pushbackLevel = Math.max(this.window.pushbackLevel ?? 0, this.inFlight + 1);
     this.cooldownUntil = now + Math.max(this.cooldownMs, hint);
     this.totals.rateLimitEpisodes += 1;
     this.window.rateLimitEpisodes += 1;

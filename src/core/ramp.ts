@@ -18,9 +18,13 @@
  *    model calls queued for a connection through most of the window, behind a limit that has met
  *    the provider's rate limit (or a fixed `max_connections`), shows no demand for more samples
  *    (gate 1): more would only sit idle, holding sandboxes. It does not climb; its connection
- *    ceiling still may.
+ *    ceiling still may;
+ * 5. connection ceiling: `hi`, or the reversal clamp lifted one step per clean window, and never
+ *    above the step below a wall the provider pushed back at, until a probe (see
+ *    {@link ConnectionWall}).
  *
- * A hold blocks climbs and connection raises, nothing else. Pinned setpoints never move.
+ * A hold blocks climbs and connection raises (probes included), nothing else. Pinned setpoints
+ * never move.
  */
 
 import { budgetUsed, fitClimb, overBudgetCuts, startShares, type BudgetClaim } from './budget';
@@ -86,6 +90,11 @@ export interface TaskWindow {
    * for a connection. From {@link CONNECTION_BOUND_SHARE} up, samples wait on connections.
    */
   connectionQueuedShare: number;
+  /**
+   * Highest controller limit at which a rate-limit episode began in the window (null: none
+   * began): where the provider pushed back on the task's connections.
+   */
+  pushbackLevel: number | null;
 }
 
 /**
@@ -103,7 +112,29 @@ export interface TaskRampState {
   connectionClamp: number | null;
   /** Consecutive windows with rate-limit pushback, the latest included. */
   pushbackWindows: number;
+  /** Where the provider last pushed back on connections; null (or absent): no wall known. */
+  wall?: ConnectionWall | null;
 }
+
+/**
+ * A connection level the provider pushed back at. The ceiling stays one step below it, so the
+ * adaptive controllers do not walk into it again and again (each time costing a cut to 0.8x and
+ * a 15 s cooldown), until `probeAt`; then it may go back up to `level`. Pushback during that
+ * probe doubles the wait; a window at `level` without pushback lifts the wall.
+ */
+export interface ConnectionWall {
+  /** The controllers' limit when the rate-limit episode began. */
+  level: number;
+  /** Epoch milliseconds from which the ceiling may go back up to `level`. */
+  probeAt: number;
+  /** The wait that set `probeAt`. */
+  waitMs: number;
+}
+
+/** The first wait under a new wall, before probing it. */
+export const WALL_PROBE_WAIT_MS = 120_000;
+/** The longest wait under a wall that keeps pushing back. */
+export const WALL_PROBE_MAX_WAIT_MS = 600_000;
 
 export interface TaskTendInput extends TaskRampState {
   name: string;
@@ -240,13 +271,14 @@ export function decideTend(input: TendInput): TendPlan {
   const tasks = input.tasks.map((task): TaskTendPlan => {
     const draft = drafts.find((candidate) => candidate.task === task);
     if (!draft) return { ...carried(task), name: task.name, ramp: { state: 'finished' } };
-    const ceiling = decideCeiling(draft, settings, record);
+    const ceiling = decideCeiling(draft, settings, now, record);
     return {
       name: task.name,
       setpoint: draft.setpoint,
       connectionCeiling: ceiling.ceiling,
       connectionClamp: ceiling.clamp,
       pushbackWindows: draft.pushbackWindows,
+      wall: ceiling.wall,
       ramp: rampStatus(draft, mode, ceiling.raised),
     };
   });
@@ -348,13 +380,15 @@ function draftSetpoint(task: TaskTendInput, input: TendInput, record: Recorder):
 /**
  * The connection ceiling: the fixed `max_connections`; else the ramp's `hi` while a ramp is
  * active, lowered by reversal to where the controllers fell (never below 20) and lifted back one
- * step per clean window; else the adaptive `max`.
+ * step per clean window, and kept one step below a wall the provider pushed back at (see
+ * {@link ConnectionWall}); else the adaptive `max`.
  */
 function decideCeiling(
   draft: Draft,
   settings: RampSettings,
+  now: number,
   record: Recorder,
-): { ceiling: number; clamp: number | null; raised: boolean } {
+): { ceiling: number; clamp: number | null; wall: ConnectionWall | null; raised: boolean } {
   const { task } = draft;
   const mode = settings.samples;
   const note = (from: number, to: number, why: string) =>
@@ -367,32 +401,92 @@ function decideCeiling(
         ? `max_connections fixed at ${ceiling}`
         : `no ramp active: adaptive max ${ceiling}`;
     note(previous, ceiling, why);
-    return { ceiling, clamp: null, raised: false };
+    return { ceiling, clamp: null, wall: null, raised: false };
   }
 
+  const wall = nextWall(task.wall ?? null, task.window, now, draft.hold !== null);
+  const cap = wallCap(wall.wall, now);
+  // The highest the ceiling may be this tend: `hi`, or less under a wall.
+  const upper = Math.min(mode.hi, cap ?? mode.hi);
   let clamp =
-    task.connectionClamp !== null && task.connectionClamp < mode.hi ? task.connectionClamp : null;
+    task.connectionClamp !== null && task.connectionClamp < upper ? task.connectionClamp : null;
   // A hold freezes connection raises, including a range widened while it is in force.
-  if (draft.hold && Math.min(mode.hi, clamp ?? mode.hi) > previous) clamp = previous;
-  let ceiling = Math.min(mode.hi, clamp ?? mode.hi);
-  const range = `range ${show(mode)}: connection ceiling follows hi`;
-  note(previous, ceiling, ceiling < previous ? `range narrowed to ${show(mode)}` : range);
+  if (draft.hold && Math.min(upper, clamp ?? upper) > previous) clamp = previous;
+  let ceiling = Math.min(upper, clamp ?? upper);
+  let why = `range ${show(mode)}: connection ceiling follows hi`;
+  if (ceiling < previous) {
+    why = ceiling < mode.hi && ceiling === cap ? wall.why : `range narrowed to ${show(mode)}`;
+  } else if (ceiling > previous && wall.why) why = wall.why;
+  note(previous, ceiling, why);
 
   const level = task.window.controllerLimit;
   if (draft.reversed && level !== null && Math.max(20, level) < ceiling) {
     const to = Math.max(20, level);
     const where = level < 20 ? `20 (controllers at ${level}; never below 20)` : `${level}`;
     note(ceiling, to, `reversal: clamped to where the controllers fell, ${where}`);
-    return { ceiling: to, clamp: to, raised: false };
+    return { ceiling: to, clamp: to, wall: wall.wall, raised: false };
   }
   if (clamp !== null && draft.gates.length === 0) {
-    const to = Math.min(mode.hi, clamp + mode.step);
+    const to = Math.min(upper, clamp + mode.step);
     note(ceiling, to, 'climb: connection ceiling raised one step after a clean window');
     ceiling = to;
-    clamp = to >= mode.hi ? null : to;
-    return { ceiling, clamp, raised: true };
+    clamp = to >= upper ? null : to;
+    return { ceiling, clamp, wall: wall.wall, raised: true };
   }
-  return { ceiling, clamp, raised: false };
+  return { ceiling, clamp, wall: wall.wall, raised: ceiling > previous };
+}
+
+/**
+ * The wall after this window, and why the ceiling moves for it. Pushback starts or moves the
+ * wall to the level it came at; pushback during a probe (at or after `probeAt`) doubles the wait
+ * before the next, up to {@link WALL_PROBE_MAX_WAIT_MS}. A window whose controllers stayed at the
+ * wall's level throughout without pushback, once probing, lifts it. A hold defers both the probe
+ * and the lift: they are raises.
+ */
+export function nextWall(
+  wall: ConnectionWall | null,
+  window: TaskWindow,
+  now: number,
+  held: boolean,
+): { wall: ConnectionWall | null; why: string } {
+  const level = window.pushbackLevel;
+  if (level !== null) {
+    const probing = wall !== null && now >= wall.probeAt;
+    const waitMs = probing ? Math.min(WALL_PROBE_MAX_WAIT_MS, wall.waitMs * 2) : WALL_PROBE_WAIT_MS;
+    const next = { level, probeAt: now + waitMs, waitMs };
+    const why =
+      `wall: the provider pushed back at ${level} connections; ` +
+      `held at ${belowWall(level)} for ${waitMs / 1000} s before trying ${level} again`;
+    return { wall: next, why };
+  }
+  if (wall === null) return { wall, why: '' };
+  if (held) {
+    return { wall: { ...wall, probeAt: Math.max(wall.probeAt, now) }, why: '' };
+  }
+  if (now < wall.probeAt) return { wall, why: '' };
+  const pushback = window.rateLimitEpisodes > 0 || window.controllerCuts > 0;
+  if (!pushback && window.controllerLimit !== null && window.controllerLimit >= wall.level) {
+    return { wall: null, why: `wall at ${wall.level} lifted: a window there without pushback` };
+  }
+  return {
+    wall,
+    why: `probe: ${wall.waitMs / 1000} s under the wall at ${wall.level}; trying ${wall.level} again`,
+  };
+}
+
+/** The ceiling a wall allows: one step below it until its probe, then the wall's level. */
+function wallCap(wall: ConnectionWall | null, now: number): number | null {
+  if (wall === null) return null;
+  return now >= wall.probeAt ? wall.level : belowWall(wall.level);
+}
+
+/**
+ * One step of the adaptive controller's grid below `level` (multiples of 5 from 10 up, any
+ * integer below), and never below 20 (SPEC §2's floor for a clamped ceiling).
+ */
+function belowWall(level: number): number {
+  const below = level > 10 ? Math.floor((level - 1) / 5) * 5 : level - 1;
+  return Math.max(20, below);
 }
 
 function rampStatus(draft: Draft, mode: SamplesMode, raised: boolean): RampStatus {
@@ -481,6 +575,7 @@ export function initialSetpoints(input: StartInput): StartPlan {
       connectionCeiling,
       connectionClamp: null,
       pushbackWindows: 0,
+      wall: null,
     })),
     changes,
   };
@@ -505,6 +600,6 @@ function claimOf(draft: Draft): BudgetClaim {
 }
 
 function carried(task: TaskTendInput): TaskRampState {
-  const { setpoint, connectionCeiling, connectionClamp, pushbackWindows } = task;
-  return { setpoint, connectionCeiling, connectionClamp, pushbackWindows };
+  const { setpoint, connectionCeiling, connectionClamp, pushbackWindows, wall } = task;
+  return { setpoint, connectionCeiling, connectionClamp, pushbackWindows, wall: wall ?? null };
 }

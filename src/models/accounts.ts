@@ -22,6 +22,8 @@ export interface AccountsWindow {
   retries: number;
   /** The largest share of the window any account had calls queued for a connection. */
   queuedShare: number;
+  /** The highest limit at which an account's rate-limit episode began (null: none began). */
+  pushbackLevel: number | null;
 }
 
 /** A model call that failed for good, as a value with a stable type. */
@@ -93,6 +95,7 @@ export class ProviderAccounts {
       cuts: 0,
       retries: this.retries,
       queuedShare: 0,
+      pushbackLevel: null,
     };
     this.retries = 0;
     for (const limiter of this.limiters.values()) {
@@ -103,6 +106,9 @@ export class ProviderAccounts {
       window.rateLimitEpisodes += w.rateLimitSignals;
       window.cuts += w.cuts;
       window.queuedShare = Math.max(window.queuedShare, w.queuedShare);
+      if (w.pushbackLevel !== null) {
+        window.pushbackLevel = Math.max(window.pushbackLevel ?? 0, w.pushbackLevel);
+      }
     }
     return window;
   }

@@ -37,6 +37,7 @@ export async function reportAccounts(options: {
           cuts: window.cuts,
           retries: window.retries,
           queuedShare: window.queuedShare,
+          pushbackLevel: window.pushbackLevel,
         });
       }
       const status = await withTimeout(handle.query(statusQuery), QUERY_TIMEOUT_MS);

@@ -33,6 +33,8 @@ interface WorkerWindow {
   lowestLimit: number | null;
   /** The largest queued share any worker of the task reported. */
   queuedShare: number;
+  /** The highest limit at which a worker of the task met the start of a rate-limit episode. */
+  pushbackLevel: number | null;
 }
 
 export interface TendedTask {
@@ -87,8 +89,8 @@ export class Tender {
       starting: [{ name, sandboxed: task.plan.sandboxed }],
       running,
     });
-    const { setpoint, connectionCeiling, connectionClamp, pushbackWindows } = plan.tasks[0];
-    task.ramp = { setpoint, connectionCeiling, connectionClamp, pushbackWindows };
+    const { setpoint, connectionCeiling, connectionClamp, pushbackWindows, wall } = plan.tasks[0];
+    task.ramp = { setpoint, connectionCeiling, connectionClamp, pushbackWindows, wall };
     task.status.setpoint = task.ramp.setpoint;
     task.status.connection_limit = task.ramp.connectionCeiling;
     task.status.ramp_state = this.settings.samples.type === 'pinned' ? 'pinned' : 'steady';
@@ -113,8 +115,8 @@ export class Tender {
     });
     for (const decided of plan.tasks) {
       const task = this.tasks.get(decided.name)!;
-      const { setpoint, connectionCeiling, connectionClamp, pushbackWindows } = decided;
-      task.ramp = { setpoint, connectionCeiling, connectionClamp, pushbackWindows };
+      const { setpoint, connectionCeiling, connectionClamp, pushbackWindows, wall } = decided;
+      task.ramp = { setpoint, connectionCeiling, connectionClamp, pushbackWindows, wall };
       task.status.ramp_state = decided.ramp.state;
       task.status.ramp_reason = decided.ramp.reason;
       task.status.rate_limit_episodes = task.workers.rateLimitEpisodes;
@@ -137,6 +139,8 @@ export class Tender {
       w.retries += report.retries;
       // State carried over from a run before this field existed has none yet.
       w.queuedShare = Math.max(w.queuedShare ?? 0, report.queuedShare ?? 0);
+      const level = report.pushbackLevel ?? null;
+      if (level !== null) w.pushbackLevel = Math.max(w.pushbackLevel ?? 0, level);
       w.lowestLimit = w.lowestLimit === null ? report.limit : Math.min(w.lowestLimit, report.limit);
     }
   }
@@ -225,6 +229,7 @@ export class Tender {
       controllerCuts: t.workers.cuts,
       controllerLimit: t.workers.lowestLimit,
       connectionQueuedShare: t.workers.queuedShare ?? 0,
+      pushbackLevel: t.workers.pushbackLevel ?? null,
       httpRetries: t.workers.retries,
       sampleErrors: t.status.errored - t.seen.errored - networkErrors,
       networkCapacityErrors: networkErrors,
@@ -264,7 +269,14 @@ export class Tender {
 }
 
 function emptyWindow(): WorkerWindow {
-  return { rateLimitEpisodes: 0, cuts: 0, retries: 0, lowestLimit: null, queuedShare: 0 };
+  return {
+    rateLimitEpisodes: 0,
+    cuts: 0,
+    retries: 0,
+    lowestLimit: null,
+    queuedShare: 0,
+    pushbackLevel: null,
+  };
 }
 
 function clamp(value: number, lo: number, hi: number): number {

@@ -177,6 +177,8 @@ export interface WorkerReport {
   retries: number;
   /** Share of the window (0-1) with model calls queued for a connection; absent from older workers. */
   queuedShare?: number;
+  /** Highest limit at which a rate-limit episode began in the window; null or absent: none. */
+  pushbackLevel?: number | null;
 }
 
 export interface TaskResult {

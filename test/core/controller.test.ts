@@ -290,6 +290,7 @@ describe('windows', () => {
       transientErrors: 1,
       successes: 1,
       queuedShare: 0,
+      pushbackLevel: 1,
     });
     expect(controller.drainWindow()).toEqual({
       limit: 60,
@@ -300,6 +301,7 @@ describe('windows', () => {
       transientErrors: 0,
       successes: 0,
       queuedShare: 0,
+      pushbackLevel: null,
     });
     expect(controller.snapshot()).toMatchObject({
       cuts: 2,
@@ -307,6 +309,39 @@ describe('windows', () => {
       successes: 1,
       ceiling: 70,
     });
+  });
+});
+
+describe('pushback level of a window', () => {
+  test('is the calls in flight, the refused one included, when an episode began', async () => {
+    const { controller, time } = adaptive({ start: 100 });
+    const releases = await take(controller, 30);
+    releases[0]({ kind: 'rateLimit' }); // 30 in flight when the provider said no
+    expect(limit(controller)).toBe(80);
+    // Inside the cooldown: the same episode, whatever the level.
+    releases[1]({ kind: 'rateLimit' });
+    time.advance(15_000);
+    releases[2]({ kind: 'success' });
+    expect(controller.drainWindow().pushbackLevel).toBe(30);
+    // A later episode, with 27 in flight: the next window has its own level.
+    releases[3]({ kind: 'rateLimit' });
+    expect(controller.drainWindow().pushbackLevel).toBe(27);
+  });
+
+  test('is the level in flight, not the limit, when fewer calls than the limit run', async () => {
+    const { controller } = adaptive({ start: 100 });
+    const releases = await take(controller, 12);
+    releases[5]({ kind: 'rateLimit' });
+    expect(controller.drainWindow()).toMatchObject({ limit: 80, pushbackLevel: 12 });
+  });
+
+  test('a fixed limit reports it too, and transient errors never do', async () => {
+    const limiter = new FixedConnections(30, { now: () => 0 });
+    const releases = await take(limiter, 20);
+    releases[0]({ kind: 'transient' });
+    expect(limiter.drainWindow().pushbackLevel).toBeNull();
+    releases[1]({ kind: 'rateLimit', retryAfterMs: 1_000 });
+    expect(limiter.drainWindow().pushbackLevel).toBe(19);
   });
 });
 

@@ -3,12 +3,15 @@ import {
   initialSetpoints,
   type ConnectionsMode,
   type Holds,
+  type RampChange,
   type RampSettings,
   type SamplesMode,
   type TaskTendInput,
   type TaskTendPlan,
   type TaskWindow,
   type TendInput,
+  WALL_PROBE_MAX_WAIT_MS,
+  WALL_PROBE_WAIT_MS,
 } from '../../src/core/ramp';
 
 const rampMode: SamplesMode = { type: 'ramp', lo: 50, hi: 200, step: 20, start: 50 };
@@ -30,6 +33,7 @@ const clean: TaskWindow = {
   sampleErrors: 0,
   networkCapacityErrors: 0,
   connectionQueuedShare: 0,
+  pushbackLevel: null,
 };
 /** A window with rate-limit pushback and nothing else of note. */
 const pushback: TaskWindow = { ...clean, rateLimitEpisodes: 3, controllerCuts: 1 };
@@ -351,6 +355,179 @@ describe('connection ceiling', () => {
       expect(plan).toMatchObject({ connectionCeiling: ceiling, connectionClamp: null });
     },
   );
+});
+
+describe('connection wall', () => {
+  const at = (level: number): TaskWindow => ({ ...pushback, pushbackLevel: level });
+  /** Runs one tend per [seconds, window], carrying the task's state. */
+  function timeline(first: TaskTendInput, steps: Array<[number, TaskWindow]>, input = {}) {
+    const plans: Array<{ plan: TaskTendPlan; changes: RampChange[] }> = [];
+    let state = first;
+    for (const [seconds, window] of steps) {
+      const decided = tend([{ ...state, window }], { now: seconds * 1000, ...input });
+      plans.push({ plan: decided.tasks[0], changes: decided.changes });
+      state = next(decided.tasks[0], window);
+    }
+    return plans;
+  }
+  const ceilings = (plans: Array<{ plan: TaskTendPlan }>) =>
+    plans.map(({ plan }) => plan.connectionCeiling);
+  /** A window whose controllers sat at `limit` without pushback. */
+  const calm = (limit: number): TaskWindow => ({ ...clean, controllerLimit: limit });
+
+  test('pushback holds the ceiling one step below the level it came at', () => {
+    const [{ plan, changes }] = timeline(task({ setpoint: 130 }), [[10, at(121)]]);
+    expect(plan).toMatchObject({
+      setpoint: 130,
+      connectionCeiling: 120,
+      wall: { level: 121, probeAt: 10_000 + WALL_PROBE_WAIT_MS, waitMs: WALL_PROBE_WAIT_MS },
+    });
+    expect(changes).toContainEqual(
+      expect.objectContaining({
+        kind: 'connections',
+        from: 200,
+        to: 120,
+        reason:
+          'wall: the provider pushed back at 121 connections; held at 120 for 120 s before trying 121 again',
+      }),
+    );
+  });
+
+  test.each([
+    [121, 120],
+    [125, 120],
+    [160, 155],
+    [11, 20],
+    [3, 20],
+  ])('a wall at %i holds the ceiling at %i (never below 20)', (level, ceiling) => {
+    expect(timeline(task(), [[0, at(level)]])[0].plan.connectionCeiling).toBe(ceiling);
+  });
+
+  test('clean windows neither raise the ceiling nor stop the setpoint climbing, until the probe', () => {
+    const wait = WALL_PROBE_WAIT_MS / 1000;
+    const plans = timeline(task({ setpoint: 110 }), [
+      [0, at(121)],
+      [5, calm(120)],
+      [wait - 1, calm(120)],
+      [wait, calm(120)],
+    ]);
+    expect(ceilings(plans)).toEqual([120, 120, 120, 121]);
+    expect(plans.map(({ plan }) => plan.setpoint)).toEqual([110, 130, 150, 170]);
+    expect(plans[3].changes).toContainEqual(
+      expect.objectContaining({
+        kind: 'connections',
+        from: 120,
+        to: 121,
+        reason: 'probe: 120 s under the wall at 121; trying 121 again',
+      }),
+    );
+  });
+
+  test('pushback during a probe doubles the wait, up to the longest', () => {
+    let seconds = 0;
+    const steps: Array<[number, TaskWindow]> = [[seconds, at(121)]];
+    let wait = WALL_PROBE_WAIT_MS;
+    const waits = [wait];
+    while (wait < WALL_PROBE_MAX_WAIT_MS) {
+      seconds += wait / 1000;
+      wait = Math.min(WALL_PROBE_MAX_WAIT_MS, wait * 2);
+      steps.push([seconds, at(121)]);
+      waits.push(wait);
+    }
+    seconds += wait / 1000;
+    steps.push([seconds, at(121)]);
+    waits.push(WALL_PROBE_MAX_WAIT_MS);
+    const plans = timeline(task(), steps);
+    expect(plans.map(({ plan }) => plan.wall?.waitMs)).toEqual(waits);
+    expect(waits).toEqual([120_000, 240_000, 480_000, 600_000, 600_000]);
+  });
+
+  test('pushback before the probe moves the wall and starts the wait again', () => {
+    const plans = timeline(task(), [
+      [0, at(121)],
+      [WALL_PROBE_WAIT_MS / 1000, at(121)], // the probe failed: 240 s
+      [300, at(91)], // capacity fell while held below the wall
+    ]);
+    expect(plans.map(({ plan }) => plan.wall)).toEqual([
+      { level: 121, probeAt: 120_000, waitMs: 120_000 },
+      { level: 121, probeAt: 360_000, waitMs: 240_000 },
+      { level: 91, probeAt: 420_000, waitMs: 120_000 },
+    ]);
+    expect(ceilings(plans)).toEqual([120, 120, 90]);
+  });
+
+  test('a probe window at the level without pushback lifts the wall', () => {
+    const wait = WALL_PROBE_WAIT_MS / 1000;
+    const plans = timeline(task(), [
+      [0, at(121)],
+      [wait, calm(120)], // the probe starts: ceiling 121
+      [wait + 5, calm(120)], // the controllers did not reach 121 yet: still probing
+      [wait + 10, calm(121)],
+    ]);
+    expect(ceilings(plans)).toEqual([120, 121, 121, 200]);
+    expect(plans[3].plan.wall).toBeNull();
+    expect(plans[3].changes).toContainEqual(
+      expect.objectContaining({
+        kind: 'connections',
+        from: 121,
+        to: 200,
+        reason: 'wall at 121 lifted: a window there without pushback',
+      }),
+    );
+  });
+
+  test('a hold defers the probe and the lift; pushback still moves the wall', () => {
+    const held = { holds: { global: hold('h'), tasks: {} } };
+    const wait = WALL_PROBE_WAIT_MS / 1000;
+    const plans = timeline(
+      task(),
+      [
+        [0, at(121)],
+        [wait, calm(121)],
+        [wait + 5, at(101)],
+      ],
+      held,
+    );
+    expect(ceilings(plans)).toEqual([120, 120, 100]);
+    expect(plans[1].plan.wall).toEqual({ level: 121, probeAt: wait * 1000, waitMs: 120_000 });
+    expect(plans[2].plan.wall).toMatchObject({ level: 101 });
+  });
+
+  test('a reversal clamp below the wall wins, and clamp raises stop at the wall', () => {
+    const wait = WALL_PROBE_WAIT_MS / 1000;
+    const first = task({ setpoint: 130, pushbackWindows: 1 });
+    const plans = timeline(first, [
+      [0, { ...at(121), controllerLimit: 95 }],
+      [5, calm(95)],
+      [10, calm(115)],
+      [wait, calm(120)],
+    ]);
+    expect(plans.map(({ plan }) => [plan.connectionCeiling, plan.connectionClamp])).toEqual([
+      [95, 95],
+      [115, 115],
+      [120, null],
+      [121, null],
+    ]);
+  });
+
+  test.each<[string, SamplesMode, ConnectionsMode, number]>([
+    ['pinned samples', { type: 'pinned', value: 80 }, adaptive, 100],
+    ['fixed connections', rampMode, { type: 'fixed', n: 64 }, 64],
+  ])(
+    'is not kept without a ramp of adaptive connections: %s',
+    (_name, samples, connections, ceiling) => {
+      const [{ plan }] = timeline(task({ connectionCeiling: ceiling }), [[0, at(50)]], {
+        settings: settings({ samples, connections }),
+      });
+      expect(plan).toMatchObject({ connectionCeiling: ceiling, wall: null });
+    },
+  );
+
+  test('state carried from before walls existed has none', () => {
+    const older = task();
+    expect(older).not.toHaveProperty('wall');
+    expect(tend([older]).tasks[0]).toMatchObject({ connectionCeiling: 200, wall: null });
+  });
 });
 
 describe('narrowing a live run', () => {
