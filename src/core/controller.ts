@@ -62,10 +62,11 @@ export interface ConnectionsWindow {
    */
   queuedShare: number;
   /**
-   * Most calls in flight, the refused one included, when a rate-limit episode began in the
-   * window (null: none began): the level at which the provider pushed back. It can be well below
-   * the limit when the samples, not the limit, bound the calls. Signals inside an episode's
-   * cooldown are traffic admitted before its cut and say nothing new about the level.
+   * Calls in flight when the attempt whose refusal began a rate-limit episode was sent, itself
+   * included (the highest, if several episodes began in the window; null: none began): the
+   * level at which the provider pushed back. It can be well below the limit when the samples,
+   * not the limit, bound the calls. Signals inside an episode's cooldown are traffic admitted
+   * before its cut and say nothing new about the level.
    */
   pushbackLevel: number | null;
 }
@@ -135,8 +136,11 @@ abstract class SlotLimiter implements ConnectionLimiter {
   protected abstract get ceiling(): number;
   /** Called with each slot handed out, after it counts as in flight. */
   protected onGrant(_inFlight: number): void {}
-  /** Called once per finished attempt, after its slot is free again. */
-  protected onOutcome(_outcome: CallOutcome): void {}
+  /**
+   * Called once per finished attempt, after its slot is free again. `sentAt` is the calls in
+   * flight when the attempt was sent, itself included.
+   */
+  protected onOutcome(_outcome: CallOutcome, _sentAt: number): void {}
   /** Whether calls queued now wait on a limit that binds (see {@link ConnectionsWindow.queuedShare}). */
   protected limitBinds(): boolean {
     return true;
@@ -207,9 +211,13 @@ abstract class SlotLimiter implements ConnectionLimiter {
    * Records a rate-limit signal. Inside a cooldown it is the same episode, and only lengthens the
    * cooldown when the server asks for a longer wait.
    *
+   * @param sentAt calls in flight when the refused attempt was sent, itself included: the
+   *   provider refused at that level (its count of ours can only be lower, as answers in transit
+   *   still count here). Taken at sending, not at the refusal, so calls sent after it and refused
+   *   with it do not inflate it.
    * @returns true if this signal starts a new episode (and a new cooldown).
    */
-  protected rateLimitEpisode(retryAfterMs: number | undefined): boolean {
+  protected rateLimitEpisode(retryAfterMs: number | undefined, sentAt: number): boolean {
     const now = this.now();
     const hint = retryAfterMs !== undefined && retryAfterMs > 0 ? retryAfterMs : 0;
     this.window.rateLimitSignals += 1;
@@ -217,8 +225,7 @@ abstract class SlotLimiter implements ConnectionLimiter {
       this.cooldownUntil = Math.max(this.cooldownUntil, now + hint);
       return false;
     }
-    // Called from the refused attempt's release, after its slot was freed: count it back in.
-    this.window.pushbackLevel = Math.max(this.window.pushbackLevel ?? 0, this.inFlight + 1);
+    this.window.pushbackLevel = Math.max(this.window.pushbackLevel ?? 0, sentAt);
     this.cooldownUntil = now + Math.max(this.cooldownMs, hint);
     this.totals.rateLimitEpisodes += 1;
     this.window.rateLimitEpisodes += 1;
@@ -227,7 +234,8 @@ abstract class SlotLimiter implements ConnectionLimiter {
 
   private grant(): Release {
     this.inFlight += 1;
-    this.onGrant(this.inFlight);
+    const sentAt = this.inFlight;
+    this.onGrant(sentAt);
     let released = false;
     return (outcome) => {
       if (released) return;
@@ -239,7 +247,7 @@ abstract class SlotLimiter implements ConnectionLimiter {
       } else if (outcome.kind === 'transient') {
         this.window.transientErrors += 1;
       }
-      this.onOutcome(outcome);
+      this.onOutcome(outcome, sentAt);
       this.admitWaiters();
     };
   }
@@ -347,17 +355,17 @@ export class AdaptiveConnections extends SlotLimiter {
     if (!this.coolingDown()) this.roundPeak = Math.max(this.roundPeak, inFlight);
   }
 
-  protected override onOutcome(outcome: CallOutcome): void {
-    if (outcome.kind === 'rateLimit') this.onRateLimit(outcome.retryAfterMs);
+  protected override onOutcome(outcome: CallOutcome, sentAt: number): void {
+    if (outcome.kind === 'rateLimit') this.onRateLimit(outcome.retryAfterMs, sentAt);
     else if (outcome.kind === 'success' && !outcome.retried) this.onCleanSuccess();
   }
 
-  private onRateLimit(retryAfterMs: number | undefined): void {
+  private onRateLimit(retryAfterMs: number | undefined, sentAt: number): void {
     // Every signal, even one debounced by the cooldown, voids the round in progress.
     this.rateLimitSeen = true;
     this.roundSuccesses = 0;
     this.roundPeak = 0;
-    if (!this.rateLimitEpisode(retryAfterMs)) return;
+    if (!this.rateLimitEpisode(retryAfterMs, sentAt)) return;
     const cut = Math.max(floorToNice(Math.floor(this.limit * this.decreaseFactor)), this.min, 1);
     if (cut < this.limit) {
       this.setLimit(cut);
@@ -409,8 +417,8 @@ export class FixedConnections extends SlotLimiter {
   /** A fixed limit is the user's explicit choice: the ramp's ceiling does not move it. */
   setCeiling(_ceiling: number): void {}
 
-  protected override onOutcome(outcome: CallOutcome): void {
-    if (outcome.kind === 'rateLimit') this.rateLimitEpisode(outcome.retryAfterMs);
+  protected override onOutcome(outcome: CallOutcome, sentAt: number): void {
+    if (outcome.kind === 'rateLimit') this.rateLimitEpisode(outcome.retryAfterMs, sentAt);
   }
 }
 

@@ -18,6 +18,7 @@ import type { ControlActivities } from '../activities/control';
 import { evalTask } from './eval-task';
 import { Tender } from './tend';
 import {
+  connectionCeilingsQuery,
   holdRampSignal,
   resumeRampSignal,
   setLimitsSignal,
@@ -76,6 +77,11 @@ export async function evalSet(input: EvalSetInput): Promise<EvalSetResult> {
       },
     };
   });
+  setHandler(connectionCeilingsQuery, () =>
+    Object.fromEntries(
+      [...(tender?.tasks.values() ?? [])].map((t) => [t.plan.name, t.status.connection_limit]),
+    ),
+  );
   setHandler(holdRampSignal, (args) => withTender((t) => t.hold(args, Date.now())));
   setHandler(resumeRampSignal, (args) => withTender((t) => t.resume(args, Date.now())));
   setHandler(setSamplesRampSignal, (args) => withTender((t) => t.setRange(args, Date.now())));

@@ -225,6 +225,9 @@ export const resumeRampSignal = defineSignal<[ResumeRampArgs]>('resumeRamp');
 export const setSamplesRampSignal = defineSignal<[SetSamplesRampArgs]>('setSamplesRamp');
 export const workerReportSignal = defineSignal<[WorkerReport]>('workerReport');
 export const statusQuery = defineQuery<EvalSetStatus>('status');
+/** Each task's connection ceiling (null: none set yet), for workers to poll cheaply. */
+export const connectionCeilingsQuery =
+  defineQuery<Record<string, number | null>>('connectionCeilings');
 export const taskStatusQuery = defineQuery<TaskStatus>('status');
 
 /** Task queue of the `evalSet` workflows and the control activities. */

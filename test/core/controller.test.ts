@@ -313,35 +313,37 @@ describe('windows', () => {
 });
 
 describe('pushback level of a window', () => {
-  test('is the calls in flight, the refused one included, when an episode began', async () => {
+  test('is the calls in flight when the refused attempt was sent, itself included', async () => {
     const { controller, time } = adaptive({ start: 100 });
     const releases = await take(controller, 30);
-    releases[0]({ kind: 'rateLimit' }); // 30 in flight when the provider said no
+    // The 25th call sent is refused while 30 are in flight: the level is 25, not 30.
+    releases[24]({ kind: 'rateLimit' });
     expect(limit(controller)).toBe(80);
     // Inside the cooldown: the same episode, whatever the level.
-    releases[1]({ kind: 'rateLimit' });
+    releases[29]({ kind: 'rateLimit' });
     time.advance(15_000);
-    releases[2]({ kind: 'success' });
-    expect(controller.drainWindow().pushbackLevel).toBe(30);
-    // A later episode, with 27 in flight: the next window has its own level.
-    releases[3]({ kind: 'rateLimit' });
-    expect(controller.drainWindow().pushbackLevel).toBe(27);
+    releases[0]({ kind: 'success' });
+    expect(controller.drainWindow().pushbackLevel).toBe(25);
+    // A later episode: the next window has its own level.
+    releases[9]({ kind: 'rateLimit' });
+    expect(controller.drainWindow().pushbackLevel).toBe(10);
+    expect(controller.drainWindow().pushbackLevel).toBeNull();
   });
 
   test('is the level in flight, not the limit, when fewer calls than the limit run', async () => {
     const { controller } = adaptive({ start: 100 });
     const releases = await take(controller, 12);
-    releases[5]({ kind: 'rateLimit' });
+    releases[11]({ kind: 'rateLimit' });
     expect(controller.drainWindow()).toMatchObject({ limit: 80, pushbackLevel: 12 });
   });
 
   test('a fixed limit reports it too, and transient errors never do', async () => {
     const limiter = new FixedConnections(30, { now: () => 0 });
     const releases = await take(limiter, 20);
-    releases[0]({ kind: 'transient' });
+    releases[19]({ kind: 'transient' });
     expect(limiter.drainWindow().pushbackLevel).toBeNull();
-    releases[1]({ kind: 'rateLimit', retryAfterMs: 1_000 });
-    expect(limiter.drainWindow().pushbackLevel).toBe(19);
+    releases[17]({ kind: 'rateLimit', retryAfterMs: 1_000 });
+    expect(limiter.drainWindow().pushbackLevel).toBe(18);
   });
 });
 
