@@ -1,81 +1,106 @@
 /**
- * Each window, a worker process tells the eval set what its provider accounts saw (rate-limit
- * episodes, controller cuts and limit, retries, where the provider pushed back); every second it
- * takes back the connection ceiling the ramp set for its tasks.
+ * Each window, just before the tend, a worker process tells the eval set what its provider
+ * accounts saw (rate-limit episodes, controller cuts and limit, retries, where the provider
+ * pushed back); every second it takes back the connection ceiling the ramp set for its tasks.
  */
 import { setTimeout as delay } from 'node:timers/promises';
 import type { Client } from '@temporalio/client';
 import type { ProviderAccounts } from '../models/accounts';
 import { withTimeout } from '../util/timeout';
-import { connectionCeilingsQuery, workerReportSignal } from '../workflows/types';
+import { workerControlQuery, workerReportSignal } from '../workflows/types';
 
 const QUERY_TIMEOUT_MS = 5_000;
 /**
- * How often a worker picks up its ceilings. A report is a signal, written to the eval set's
- * history, so it goes once a window; the ceilings are a query, which writes nothing, so they are
- * polled often: a wall the tend finds must reach the controllers before they walk into it again.
+ * How often a worker polls its control. A report is a signal, written to the eval set's history,
+ * so it goes once a window; the control is a query, which writes nothing, so it is polled often:
+ * a wall the tend finds must reach the controllers before they walk into it again.
  */
-const CEILING_POLL_MS = 1_000;
+const POLL_MS = 1_000;
+/** How long before the tend a report aims to arrive. */
+const REPORT_LEAD_MS = 250;
 
-export async function reportAccounts(options: {
+type ReportOptions = {
   client: Client;
   accounts: ProviderAccounts;
   evalSetId: string;
   tasks: string[];
   intervalMs: number;
   signal: AbortSignal;
-}): Promise<void> {
-  await Promise.all([report(options), followCeilings(options)]);
-}
+};
 
-/** Once a window: what the accounts saw, to the eval set. */
-async function report(options: Parameters<typeof reportAccounts>[0]): Promise<void> {
+/**
+ * Polls the eval set's control every second (at most every window) and applies the connection
+ * ceilings it sets; reports once per tend, just before it, so the window the report covers is
+ * the tend's window (SPEC §2: the time since the previous tend). Without a tend time to aim at
+ * (an outage), it reports once an interval.
+ */
+export async function reportAccounts(options: ReportOptions): Promise<void> {
   const handle = options.client.workflow.getHandle(options.evalSetId);
-  while (await pause(options.intervalMs, options.signal)) {
-    try {
-      const window = options.accounts.drainWindow();
-      if (window.limit !== null) {
-        await handle.signal(workerReportSignal, {
-          tasks: options.tasks,
-          pid: process.pid,
-          limit: window.limit,
-          rateLimitEpisodes: window.rateLimitEpisodes,
-          cuts: window.cuts,
-          retries: window.retries,
-          queuedShare: window.queuedShare,
-          pushbackLevel: window.pushbackLevel,
-        });
-      }
-    } catch (err) {
-      // A missed report costs one window's information, never a sample.
-      console.error(
-        `steward worker: report to ${options.evalSetId} failed: ${(err as Error).message}`,
-      );
-    }
-  }
-}
-
-/** Every second: the ceilings the ramp set for the process's tasks, to its accounts. */
-async function followCeilings(options: Parameters<typeof reportAccounts>[0]): Promise<void> {
-  const handle = options.client.workflow.getHandle(options.evalSetId);
+  const pollMs = Math.min(POLL_MS, options.intervalMs);
+  const leadMs = Math.min(REPORT_LEAD_MS, options.intervalMs / 4);
+  let reportedFor: number | null = null;
+  let lastReport = Date.now();
   let failing = false;
-  while (await pause(Math.min(CEILING_POLL_MS, options.intervalMs), options.signal)) {
+  while (!options.signal.aborted) {
+    let nextTend: number | null = null;
     try {
-      const all = await withTimeout(handle.query(connectionCeilingsQuery), QUERY_TIMEOUT_MS);
+      const control = await withTimeout(handle.query(workerControlQuery), QUERY_TIMEOUT_MS);
       const ceilings = options.tasks
-        .map((task) => all[task])
+        .map((task) => control.ceilings[task])
         .filter((ceiling): ceiling is number => typeof ceiling === 'number');
       if (ceilings.length > 0) options.accounts.setCeiling(Math.min(...ceilings));
+      nextTend = control.next_tend_at;
       failing = false;
     } catch (err) {
       // The accounts keep the last ceiling. One line per outage, not one a second.
       if (!failing) {
         console.error(
-          `steward worker: ceilings from ${options.evalSetId} unavailable: ${(err as Error).message}`,
+          `steward worker: control from ${options.evalSetId} unavailable: ${(err as Error).message}`,
         );
       }
       failing = true;
     }
+    const reportAt =
+      nextTend === null
+        ? lastReport + options.intervalMs
+        : nextTend === reportedFor
+          ? Number.POSITIVE_INFINITY // reported for it; wait for the tend to set the next
+          : nextTend - leadMs;
+    const untilReport = reportAt - Date.now();
+    if (untilReport > pollMs) {
+      if (!(await pause(pollMs, options.signal))) return;
+      continue;
+    }
+    if (!(await pause(Math.max(0, untilReport), options.signal))) return;
+    await report(handle, options);
+    reportedFor = nextTend;
+    lastReport = Date.now();
+  }
+}
+
+/** What the accounts saw since the last report, to the eval set. */
+async function report(
+  handle: ReturnType<Client['workflow']['getHandle']>,
+  options: ReportOptions,
+): Promise<void> {
+  try {
+    const window = options.accounts.drainWindow();
+    if (window.limit === null) return;
+    await handle.signal(workerReportSignal, {
+      tasks: options.tasks,
+      pid: process.pid,
+      limit: window.limit,
+      rateLimitEpisodes: window.rateLimitEpisodes,
+      cuts: window.cuts,
+      retries: window.retries,
+      queuedShare: window.queuedShare,
+      pushbackLevel: window.pushbackLevel,
+    });
+  } catch (err) {
+    // A missed report costs one window's information, never a sample.
+    console.error(
+      `steward worker: report to ${options.evalSetId} failed: ${(err as Error).message}`,
+    );
   }
 }
 

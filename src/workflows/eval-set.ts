@@ -18,7 +18,6 @@ import type { ControlActivities } from '../activities/control';
 import { evalTask } from './eval-task';
 import { Tender } from './tend';
 import {
-  connectionCeilingsQuery,
   holdRampSignal,
   resumeRampSignal,
   setLimitsSignal,
@@ -26,6 +25,7 @@ import {
   statusQuery,
   taskCounters,
   taskWorkflowId,
+  workerControlQuery,
   workerReportSignal,
   type EvalSetInput,
   type EvalSetPlan,
@@ -53,6 +53,7 @@ export async function evalSet(input: EvalSetInput): Promise<EvalSetResult> {
   let plan: EvalSetPlan | undefined;
   let tender: Tender | undefined;
   let observedAt: number | undefined;
+  let nextTendAt: number | null = null;
   // Signals that arrive while planning wait for the tender.
   const early: ((t: Tender) => void)[] = [];
   const withTender = (act: (t: Tender) => void): void =>
@@ -77,11 +78,12 @@ export async function evalSet(input: EvalSetInput): Promise<EvalSetResult> {
       },
     };
   });
-  setHandler(connectionCeilingsQuery, () =>
-    Object.fromEntries(
+  setHandler(workerControlQuery, () => ({
+    ceilings: Object.fromEntries(
       [...(tender?.tasks.values() ?? [])].map((t) => [t.plan.name, t.status.connection_limit]),
     ),
-  );
+    next_tend_at: nextTendAt,
+  }));
   setHandler(holdRampSignal, (args) => withTender((t) => t.hold(args, Date.now())));
   setHandler(resumeRampSignal, (args) => withTender((t) => t.resume(args, Date.now())));
   setHandler(setSamplesRampSignal, (args) => withTender((t) => t.setRange(args, Date.now())));
@@ -168,6 +170,8 @@ export async function evalSet(input: EvalSetInput): Promise<EvalSetResult> {
 
   // The tend loop: a durable timer.
   while (!finished()) {
+    // Workers time their reports to arrive just before it (see workers/report.ts).
+    nextTendAt = Date.now() + settings.tendIntervalMs;
     await Promise.race([sleep(settings.tendIntervalMs), scheduler]);
     if (finished()) break;
     const observed = await observeTasks({

@@ -225,9 +225,14 @@ export const resumeRampSignal = defineSignal<[ResumeRampArgs]>('resumeRamp');
 export const setSamplesRampSignal = defineSignal<[SetSamplesRampArgs]>('setSamplesRamp');
 export const workerReportSignal = defineSignal<[WorkerReport]>('workerReport');
 export const statusQuery = defineQuery<EvalSetStatus>('status');
-/** Each task's connection ceiling (null: none set yet), for workers to poll cheaply. */
-export const connectionCeilingsQuery =
-  defineQuery<Record<string, number | null>>('connectionCeilings');
+/** What worker processes follow: polled often, so it is small and costs no history. */
+export interface WorkerControl {
+  /** Each task's connection ceiling (null: none set yet). */
+  ceilings: Record<string, number | null>;
+  /** Epoch milliseconds at which the next tend is due (null: none scheduled). */
+  next_tend_at: number | null;
+}
+export const workerControlQuery = defineQuery<WorkerControl>('workerControl');
 export const taskStatusQuery = defineQuery<TaskStatus>('status');
 
 /** Task queue of the `evalSet` workflows and the control activities. */
