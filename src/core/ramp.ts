@@ -415,7 +415,10 @@ function decideCeiling(
   let ceiling = Math.min(upper, clamp ?? upper);
   let why = `range ${show(mode)}: connection ceiling follows hi`;
   if (ceiling < previous) {
-    why = ceiling < mode.hi && ceiling === cap ? wall.why : `range narrowed to ${show(mode)}`;
+    const byWall = ceiling < mode.hi && ceiling === cap && wall.wall !== null;
+    why = !byWall
+      ? `range narrowed to ${show(mode)}`
+      : wall.why || `held below the wall at ${wall.wall!.level} connections`;
   } else if (ceiling > previous && wall.why) why = wall.why;
   note(previous, ceiling, why);
 

@@ -523,6 +523,19 @@ describe('connection wall', () => {
     },
   );
 
+  test('a ceiling carried above a standing wall comes down to it, saying why', () => {
+    const wall = { level: 121, probeAt: 60_000, waitMs: WALL_PROBE_WAIT_MS };
+    const [{ plan, changes }] = timeline(task({ connectionCeiling: 200, wall }), [[0, clean]]);
+    expect(plan).toMatchObject({ connectionCeiling: 120, wall });
+    expect(changes).toContainEqual(
+      expect.objectContaining({
+        from: 200,
+        to: 120,
+        reason: 'held below the wall at 121 connections',
+      }),
+    );
+  });
+
   test('state carried from before walls existed has none', () => {
     const older = task();
     expect(older).not.toHaveProperty('wall');
