@@ -88,6 +88,11 @@ export class ProviderAccounts {
     for (const limiter of this.limiters.values()) limiter.setCeiling(ceiling);
   }
 
+  /** Whether any model call has gone through an account yet (`mockllm` never does). */
+  get inUse(): boolean {
+    return this.limiters.size > 0;
+  }
+
   drainWindow(): AccountsWindow {
     const window: AccountsWindow = {
       limit: null,

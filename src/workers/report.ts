@@ -11,11 +11,14 @@ import { workerControlQuery, workerReportSignal } from '../workflows/types';
 
 const QUERY_TIMEOUT_MS = 5_000;
 /**
- * How often a worker polls its control. A report is a signal, written to the eval set's history,
- * so it goes once a window; the control is a query, which writes nothing, so it is polled often:
- * a wall the tend finds must reach the controllers before they walk into it again.
+ * How often a worker polls its control: a fifth of the window, from 1 s to 5 s. A report is a
+ * signal, written to the eval set's history, so it goes once a window; the control is a query,
+ * which writes nothing, so it can go more often: a wall the tend finds should reach the
+ * controllers before their 15 s cooldown ends and they grow back into it. Each poll is a query
+ * the eval set's workflow answers, so it is no more often than that needs.
  */
-const POLL_MS = 1_000;
+const POLL_MIN_MS = 1_000;
+const POLL_MAX_MS = 5_000;
 /** How long before the tend a report aims to arrive. */
 const REPORT_LEAD_MS = 250;
 
@@ -29,19 +32,24 @@ type ReportOptions = {
 };
 
 /**
- * Polls the eval set's control every second (at most every window) and applies the connection
- * ceilings it sets; reports once per tend, just before it, so the window the report covers is
- * the tend's window (SPEC §2: the time since the previous tend). Without a tend time to aim at
- * (an outage), it reports once an interval.
+ * Polls the eval set's control (see {@link POLL_MIN_MS}) and applies the connection ceilings it
+ * sets; reports once per tend, just before it, so the window the report covers is the tend's
+ * window (SPEC §2: the time since the previous tend). Without a tend time to aim at (an outage),
+ * it reports once an interval. A process whose calls go through no provider account (`mockllm`)
+ * has nothing to follow or report, and asks nothing until it has.
  */
 export async function reportAccounts(options: ReportOptions): Promise<void> {
   const handle = options.client.workflow.getHandle(options.evalSetId);
-  const pollMs = Math.min(POLL_MS, options.intervalMs);
+  const pollMs = Math.min(POLL_MAX_MS, Math.max(POLL_MIN_MS, options.intervalMs / 5));
   const leadMs = Math.min(REPORT_LEAD_MS, options.intervalMs / 4);
   let reportedFor: number | null = null;
   let lastReport = Date.now();
   let failing = false;
   while (!options.signal.aborted) {
+    if (!options.accounts.inUse) {
+      if (!(await pause(pollMs, options.signal))) return;
+      continue;
+    }
     let nextTend: number | null = null;
     try {
       const control = await withTimeout(handle.query(workerControlQuery), QUERY_TIMEOUT_MS);
