@@ -12,6 +12,7 @@
  */
 import FakeTimers from '@sinonjs/fake-timers';
 import { createRateLimiter, type RateLimits } from '../../src/sim/limits';
+import { mulberry32 } from '../../src/util/random';
 import { retryModelCall } from '../../src/core/backoff';
 import { AdaptiveConnections } from '../../src/core/controller';
 import {
@@ -232,16 +233,4 @@ class Area {
   mean(until: number): number {
     return until > 0 ? (this.total + this.level * (until - this.since)) / until : 0;
   }
-}
-
-/** A small seeded PRNG, so every run of the simulation is the same. */
-function mulberry32(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
 }

@@ -91,8 +91,9 @@ export interface TaskWindow {
    */
   connectionQueuedShare: number;
   /**
-   * Highest controller limit at which a rate-limit episode began in the window (null: none
-   * began): where the provider pushed back on the task's connections.
+   * Calls in flight (the refused one included) when the attempt whose refusal began a rate-limit
+   * episode was sent, highest over the task's workers (null: none began): where the provider
+   * pushed back on the task's connections.
    */
   pushbackLevel: number | null;
 }
@@ -123,7 +124,7 @@ export interface TaskRampState {
  * probe doubles the wait; a window at `level` without pushback lifts the wall.
  */
 export interface ConnectionWall {
-  /** The controllers' limit when the rate-limit episode began. */
+  /** The pushback level: calls in flight when the refusal that began the episode was sent. */
   level: number;
   /** Epoch milliseconds from which the ceiling may go back up to `level`. */
   probeAt: number;
@@ -446,7 +447,7 @@ function decideCeiling(
  * wall's level throughout without pushback, once probing, lifts it. A hold defers both the probe
  * and the lift: they are raises.
  */
-export function nextWall(
+function nextWall(
   wall: ConnectionWall | null,
   window: TaskWindow,
   now: number,

@@ -22,7 +22,7 @@ export interface AccountsWindow {
   retries: number;
   /** The largest share of the window any account had calls queued for a connection. */
   queuedShare: number;
-  /** The highest limit at which an account's rate-limit episode began (null: none began). */
+  /** The highest pushback level of the accounts (see `ConnectionsWindow`; null: none). */
   pushbackLevel: number | null;
 }
 

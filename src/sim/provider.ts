@@ -17,6 +17,7 @@ import { createServer, type IncomingMessage, type ServerResponse } from 'node:ht
 import type { AddressInfo } from 'node:net';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { createRateLimiter, type RateLimitHeaders } from './limits';
+import { mulberry32 } from '../util/random';
 import {
   completionBody,
   defaultScript,
@@ -354,16 +355,4 @@ class StatsRecorder {
     }
     return this.series[this.series.length - 1];
   }
-}
-
-/** A small seeded PRNG (mulberry32): uniform in [0, 1), the same sequence for the same seed. */
-function mulberry32(seed: number): () => number {
-  let state = seed >>> 0;
-  return () => {
-    state = (state + 0x6d2b79f5) >>> 0;
-    let t = state;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
 }

@@ -33,7 +33,7 @@ interface WorkerWindow {
   lowestLimit: number | null;
   /** The largest queued share any worker of the task reported. */
   queuedShare: number;
-  /** The highest limit at which a worker of the task met the start of a rate-limit episode. */
+  /** The highest pushback level any worker of the task reported (see `TaskWindow`). */
   pushbackLevel: number | null;
 }
 

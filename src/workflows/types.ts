@@ -177,7 +177,10 @@ export interface WorkerReport {
   retries: number;
   /** Share of the window (0-1) with model calls queued for a connection; absent from older workers. */
   queuedShare?: number;
-  /** Highest limit at which a rate-limit episode began in the window; null or absent: none. */
+  /**
+   * Calls in flight when the refusal that began a rate-limit episode was sent, the highest in
+   * the window; null or absent (older workers): none.
+   */
   pushbackLevel?: number | null;
 }
 
