@@ -282,12 +282,12 @@ describe('the ramp', () => {
   });
 
   test('a provider of 40 concurrent requests: the ceiling is held below where it pushed back, and the 429s stop', async () => {
-    // 80 samples of one call each keep well over 40 calls wanted; the controllers double past 40
-    // before the first 429. Without the wall they would sit at 64 after the cut, and go on
-    // meeting 429s.
-    const provider = await startSimProvider({ latencyMs: 1_000, jitterMs: 100, concurrency: 40 });
+    // 120 samples of one 2 s call each want far more than 40 calls at once, even on a loaded
+    // machine where starting a sample is slow; the controllers double past 40 before the first
+    // 429. Without the wall they would sit at 64 after the cut, and go on meeting 429s.
+    const provider = await startSimProvider({ latencyMs: 2_000, jitterMs: 100, concurrency: 40 });
     const providerStart = Date.now();
-    const run = await launch('wall', provider, 3_000, ['--samples-ramp', '80,200']);
+    const run = await launch('wall', provider, 3_000, ['--samples-ramp', '120,200']);
     try {
       const held = await until(run, (s) => s.tasks[0]?.connection_limit === 40);
       const walls = held.ramp_history.filter((e) => e.reason.startsWith('wall: '));
