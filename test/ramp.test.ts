@@ -302,7 +302,10 @@ describe('the ramp', () => {
         `wall: the provider pushed back at ${level} connections; held at 40 for 120 s before trying ${level} again`,
       );
 
-      // Held there, the controllers never walk into it again: not one 429 in the next windows.
+      // Held there, the controllers never walk into it again: not one 429 in the next windows,
+      // counted once the workers have picked the ceiling up (they poll every second) and the
+      // calls admitted under the old limit (2 s each) have drained.
+      await new Promise((r) => setTimeout(r, 4_000));
       const from = Math.ceil((Date.now() - providerStart) / 1000) + 1;
       await new Promise((r) => setTimeout(r, 5 * TEND_SECONDS * 1000));
       const after = provider.stats().series.filter((p) => p.t >= from);
