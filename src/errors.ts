@@ -16,6 +16,8 @@ export const ErrorType = {
   sample: 'StewardSampleError',
   /** Docker refused a network: the host is out of address pools. A capacity limit, not a model error. */
   networkPoolExhausted: 'StewardNetworkPoolExhausted',
+  /** A workflow input (start input, signal, update) that does not parse: refused, not retried. */
+  badInput: 'StewardBadInput',
   /** Results could not be written (permissions, full disk). */
   logWrite: 'StewardLogWriteError',
 } as const;

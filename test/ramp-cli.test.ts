@@ -1,8 +1,9 @@
 /**
- * `steward ramp hold|resume|range`: arguments are refused before anything is contacted, and on a
- * live eval set the signals land in the workflow's history as the `evalSet` workflow reads them.
- * The eval sets here are `evalSet` workflows on task queues no worker serves: the server takes
- * signals all the same, which is what a run whose workers are down sees.
+ * `steward ramp hold|resume|range`: arguments are refused before anything is contacted, and on an
+ * eval set whose workers are down the commands land in the workflow's history as the signals the
+ * `evalSet` workflow reads. The eval sets here are `evalSet` workflows on task queues no worker
+ * serves: the server takes signals all the same. (With workers up the commands are updates:
+ * test/steering.test.ts.)
  */
 import { randomUUID } from 'node:crypto';
 import * as os from 'node:os';
@@ -146,7 +147,8 @@ describe('ramp signals to a live eval set', () => {
       expect({ code: result.code, stdout: result.stdout, stderr: result.stderr }).toEqual({
         code: ExitCode.ok,
         stdout: `${said}\n`,
-        stderr: '',
+        // Nothing serves the workflow, so no update could be answered: the signal waits for them.
+        stderr: `no worker of eval set ${name} answers now: the command waits in its history and applies when they are back\n`,
       });
     }
     expect(await signalsReceived(name)).toEqual([

@@ -3,7 +3,9 @@
  * running tasks for the tend loop, write the eval set's summary.
  */
 import * as path from 'node:path';
+import type { Client } from '@temporalio/client';
 import { ApplicationFailure } from '@temporalio/common';
+import { innermostCause } from '../client/status';
 import { loadStewardYaml } from '../config/load';
 import { resolveSettings } from '../config/settings';
 import { sampleCount } from '../definition/samples';
@@ -17,6 +19,8 @@ import {
   type EvalSetPlan,
   type EvalSetResult,
   type RampHistoryEntry,
+  type TaskEnd,
+  type TaskResult,
   type TaskStatus,
 } from '../workflows/types';
 import { withTimeout } from '../util/timeout';
@@ -70,16 +74,26 @@ export function createControlActivities(deps: ActivityDeps) {
       };
     },
 
-    /** Reads each running task's counters; a task that does not answer in time is left out. */
-    async observeTasks({ workflowIds }: { workflowIds: string[] }): Promise<TaskStatus[]> {
+    /**
+     * Reads each task's counters, or how it ended: a task tells its eval set when it ends, but
+     * that signal can miss (it reached a run that had already continued-as-new, or the task was
+     * terminated), and this is how the eval set finds out anyway. A running task that does not
+     * answer in time is left out.
+     */
+    async observeTasks(args: {
+      workflowIds: string[];
+      /** How long a running task may take to close (it said it is ending); default: no wait. */
+      waitForEndMs?: number;
+    }): Promise<ObservedTask[]> {
       const client = deps.client;
       if (!client) throw new Error('observeTasks needs a Temporal client');
+      const wait = args.waitForEndMs ?? 0;
       const answers = await Promise.allSettled(
-        workflowIds.map((id) =>
-          withTimeout(client.workflow.getHandle(id).query(taskStatusQuery), OBSERVE_TIMEOUT_MS),
+        args.workflowIds.map((id) =>
+          withTimeout(observeTask(client, id, wait), OBSERVE_TIMEOUT_MS + wait),
         ),
       );
-      return answers.flatMap((a) => (a.status === 'fulfilled' ? [a.value] : []));
+      return answers.flatMap((a) => (a.status === 'fulfilled' && a.value ? [a.value] : []));
     },
 
     /** Appends ramp history entries to `<log_dir>/ramp-history.jsonl`, one JSON object a line. */
@@ -103,6 +117,43 @@ export function createControlActivities(deps: ActivityDeps) {
 }
 
 export type ControlActivities = ReturnType<typeof createControlActivities>;
+
+/** A task as the tend sees it: running, with its counters, or ended. */
+export type ObservedTask = { kind: 'running'; status: TaskStatus } | ({ kind: 'ended' } & TaskEnd);
+
+async function observeTask(
+  client: Client,
+  workflowId: string,
+  waitForEndMs: number,
+): Promise<ObservedTask | undefined> {
+  const handle = client.workflow.getHandle(workflowId);
+  if (waitForEndMs > 0) {
+    // Ended or not, what describe says next is the answer.
+    await client.connection
+      .withDeadline(Date.now() + waitForEndMs, () => handle.result())
+      .catch(() => undefined);
+  }
+  const { status } = await handle.describe();
+  const task = workflowId.slice(workflowId.lastIndexOf('/') + 1);
+  switch (status.name) {
+    case 'RUNNING':
+      return { kind: 'running', status: await handle.query(taskStatusQuery) };
+    case 'CONTINUED_AS_NEW':
+      // Between two runs of the task: the next describe sees the new one.
+      return undefined;
+    case 'COMPLETED':
+      return { kind: 'ended', task, result: (await handle.result()) as TaskResult };
+    default: {
+      // Failed, terminated, cancelled or timed out: its own words, as the eval set's failure.
+      const cause: { message: string; type?: string } = await handle.result().then(
+        () => ({ message: status.name }),
+        (err: unknown) => innermostCause(err),
+      );
+      const message = `task ${task} ${status.name.toLowerCase().replace('_', ' ')}: ${cause.message}`;
+      return { kind: 'ended', task, failure: { message, type: cause.type } };
+    }
+  }
+}
 
 /** {@link checkLogDir}, as a failure the workflow reports as a log-write error, not retried. */
 async function ensureWritable(dir: string): Promise<void> {

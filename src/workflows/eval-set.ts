@@ -1,37 +1,65 @@
 /**
  * One eval set: plans it, runs its tasks as children (at most `max_tasks` at once), and tends
  * them on a durable timer: every `tend_interval` it observes each running task, decides the ramp
- * (src/core/ramp via Tender) and sends each task its new limits.
+ * (src/core/ramp via Tender) and sends each task its new limits. It owns the run's state (ranges,
+ * holds, setpoints): every input is parsed before it touches that state (src/workflows/schemas),
+ * and a long run continues-as-new with that state, never draining its running tasks.
  */
 import {
+  ApplicationFailure,
   ParentClosePolicy,
+  allHandlersFinished,
   condition,
+  continueAsNew,
+  getExternalWorkflowHandle,
   log,
   proxyActivities,
+  setDefaultSignalHandler,
   setHandler,
   sleep,
   startChild,
   workflowInfo,
-  type ChildWorkflowHandle,
+  type SignalDefinition,
 } from '@temporalio/workflow';
+import type { UpdateDefinition } from '@temporalio/common';
+import type { z } from 'zod';
 import type { ControlActivities } from '../activities/control';
 import { evalTask } from './eval-task';
-import { Tender } from './tend';
+import { badInput } from './failures';
+import {
+  evalSetCarrySchema,
+  evalSetStartSchema,
+  holdRampArgsSchema,
+  parse,
+  resumeRampArgsSchema,
+  setSamplesRampArgsSchema,
+  taskDoneSchema,
+  workerReportSchema,
+} from './schemas';
+import { Tender, type Steering } from './tend';
 import {
   holdRampSignal,
+  holdRampUpdate,
   resumeRampSignal,
+  resumeRampUpdate,
   setLimitsSignal,
   setSamplesRampSignal,
+  setSamplesRampUpdate,
   statusQuery,
   taskCounters,
+  taskDoneSignal,
   taskWorkflowId,
   workerControlQuery,
   workerReportSignal,
+  type EvalSetCarry,
   type EvalSetInput,
   type EvalSetPlan,
   type EvalSetResult,
+  type TaskDone,
+  type TaskEnd,
+  type SamplesSetting,
+  type SteeringAnswer,
   type TaskPlan,
-  type TaskResult,
 } from './types';
 
 const { planEvalSet, writeEvalSetSummary } = proxyActivities<ControlActivities>({
@@ -40,7 +68,7 @@ const { planEvalSet, writeEvalSetSummary } = proxyActivities<ControlActivities>(
 });
 
 // Activities, not local activities: on replay a local activity can resolve in the same
-// activation as a worker report or a child's completion that originally came after it, and the
+// activation as a worker report or a task's completion that originally came after it, and the
 // tend or the next task's start would then be decided on different state. A tend is worth its
 // three history events.
 const { observeTasks, appendRampHistory } = proxyActivities<ControlActivities>({
@@ -48,16 +76,49 @@ const { observeTasks, appendRampHistory } = proxyActivities<ControlActivities>({
   retry: { maximumInterval: '10 seconds' },
 });
 
-export async function evalSet(input: EvalSetInput): Promise<EvalSetResult> {
+/** How long a task that said it is ending may take to close before the tend looks again. */
+const TASK_END_WAIT_MS = 30_000;
+
+/** Past this many events we continue-as-new even if the server has not suggested it yet. */
+const HISTORY_EVENTS_CEILING = 10_000;
+
+export async function evalSet(raw: EvalSetInput): Promise<EvalSetResult> {
   const parentId = workflowInfo().workflowId;
-  let plan: EvalSetPlan | undefined;
-  let tender: Tender | undefined;
-  let observedAt: number | undefined;
+  const input = startInput(raw);
+  const carry = input.carry;
+  let plan: EvalSetPlan | undefined = carry?.plan;
+  let tender: Tender | undefined = carry ? new Tender(carry.tender) : undefined;
+  let observedAt = carry?.observedAt;
+  const runs = carry?.runs ?? 1;
+  const started: string[] = [...(carry?.started ?? [])];
+  const results = new Map((carry?.results ?? []).map((r) => [r.name, r]));
+  let failure: { task: string; message: string; type?: string } | undefined;
+  let starting = 0;
   let nextTendAt: number | null = null;
-  // Signals that arrive while planning wait for the tender.
+  // Steering that arrives while planning waits for the tender.
   const early: ((t: Tender) => void)[] = [];
   const withTender = (act: (t: Tender) => void): void =>
     tender ? act(tender) : void early.push(act);
+
+  // Declared before the handlers: a buffered signal may call it as soon as they are set.
+  function taskEnded(done: TaskEnd): void {
+    if (results.has(done.task)) return;
+    if ('failure' in done) {
+      failure ??= { task: done.task, ...done.failure };
+      return;
+    }
+    const { result } = done;
+    results.set(done.task, result);
+    Object.assign(tender!.tasks.get(done.task)!.status, {
+      state: 'done',
+      completed: result.completed,
+      errored: result.errored,
+      in_flight: 0,
+      waiting: 0,
+      resumed: result.resumed,
+      ramp_state: 'finished',
+    });
+  }
 
   setHandler(statusQuery, () => {
     const tasks = tender ? [...tender.tasks.values()].map((t) => t.status) : [];
@@ -66,10 +127,12 @@ export async function evalSet(input: EvalSetInput): Promise<EvalSetResult> {
       state: !plan ? 'planning' : tasks.every((t) => t.state === 'done') ? 'done' : 'running',
       definition: plan?.definition,
       log_dir: plan?.logDir,
-      settings: plan?.settings,
+      settings: plan &&
+        tender && { ...plan.settings, samples: tender.settings.samples as SamplesSetting },
       tasks,
       observed_at: observedAt,
-      ramp_history: tender?.history ?? [],
+      runs,
+      ramp_history: [...(tender?.history ?? [])],
       holds: {
         global: tender?.holds.global ? { ...tender.holds.global } : null,
         tasks: Object.fromEntries(
@@ -84,35 +147,126 @@ export async function evalSet(input: EvalSetInput): Promise<EvalSetResult> {
     ),
     next_tend_at: nextTendAt,
   }));
-  setHandler(holdRampSignal, (args) => withTender((t) => t.hold(args, Date.now())));
-  setHandler(resumeRampSignal, (args) => withTender((t) => t.resume(args, Date.now())));
-  setHandler(setSamplesRampSignal, (args) => withTender((t) => t.setRange(args, Date.now())));
-  setHandler(workerReportSignal, (report) => withTender((t) => t.report(report)));
 
-  plan = await planEvalSet(input);
-  const settings = plan.settings;
-  tender = new Tender(settings);
-  for (const task of plan.tasks) tender.add(task, initialStatus(task));
-  for (const act of early.splice(0)) act(tender);
+  // Signals: fire-and-forget, so a refusal has no sender to answer; it is logged and recorded
+  // in the ramp history, where `steward status` shows it. Nothing a signal carries can throw.
+  const onSignal = <A>(
+    def: SignalDefinition<[A]>,
+    schema: z.ZodType<A>,
+    apply: (value: A, t: Tender) => void,
+  ): void => {
+    setHandler(def, (payload: A) => {
+      const parsed = parse(schema, payload, def.name);
+      withTender((t) => {
+        const now = Date.now();
+        if (!parsed.ok) return refuseSignal(t, parsed.message, now);
+        try {
+          apply(parsed.value, t);
+        } catch (err) {
+          refuseSignal(t, `${def.name}: ${(err as Error).message}`, now);
+        }
+      });
+    });
+  };
+  const steerBySignal = (command: Steering, t: Tender): void => {
+    const refused = t.refusal(command);
+    if (refused !== undefined) throw new Error(refused);
+    t.steer(command, Date.now());
+  };
+  onSignal(holdRampSignal, holdRampArgsSchema, (args, t) =>
+    steerBySignal({ kind: 'hold', args }, t),
+  );
+  onSignal(resumeRampSignal, resumeRampArgsSchema, (args, t) =>
+    steerBySignal({ kind: 'resume', args }, t),
+  );
+  onSignal(setSamplesRampSignal, setSamplesRampArgsSchema, (args, t) =>
+    steerBySignal({ kind: 'range', args }, t),
+  );
+  onSignal(workerReportSignal, workerReportSchema, (report, t) => t.report(report));
+  setDefaultSignalHandler((name) =>
+    withTender((t) => refuseSignal(t, `unknown signal "${name}"`, Date.now())),
+  );
+  // A task says it is ending, so its slot goes to the next task at once, not at the tend. The
+  // signal is only a nudge: what ended, and how, is read from the task's workflow itself, so a
+  // forged one changes nothing.
+  const confirming = new Set<string>();
+  setHandler(taskDoneSignal, async (payload: TaskDone) => {
+    const parsed = parse(taskDoneSchema, payload, taskDoneSignal.name);
+    if (!parsed.ok) return withTender((t) => refuseSignal(t, parsed.message, Date.now()));
+    const { task } = parsed.value;
+    if (tender && !tender.tasks.has(task)) {
+      return refuseSignal(tender, `taskDone: no task "${task}"`, Date.now());
+    }
+    if (!tender || results.has(task) || confirming.has(task)) return;
+    confirming.add(task);
+    try {
+      const [seen] = await observeTasks({
+        workflowIds: [taskWorkflowId(parentId, task)],
+        waitForEndMs: TASK_END_WAIT_MS,
+      });
+      if (seen?.kind === 'ended') taskEnded(seen);
+    } finally {
+      confirming.delete(task);
+    }
+  });
+
+  // Updates: the sender waits for the answer, and a payload the validator refuses never enters
+  // history.
+  const onUpdate = <A>(
+    def: UpdateDefinition<SteeringAnswer, [A]>,
+    schema: z.ZodType<A>,
+    command: (args: A) => Steering,
+  ): void => {
+    const check = (payload: A): Steering => {
+      const parsed = parse(schema, payload, def.name);
+      if (!parsed.ok) throw badInput(parsed.message);
+      const steering = command(parsed.value);
+      // Before planning only the task names are unknown; the handler checks again once planned.
+      const refused = tender?.refusal(steering);
+      if (refused !== undefined) throw badInput(`${def.name}: ${refused}`);
+      return steering;
+    };
+    setHandler(
+      def,
+      async (payload: A) => {
+        const steering = check(payload);
+        await condition(() => tender !== undefined);
+        const refused = tender!.refusal(steering);
+        if (refused !== undefined) throw badInput(`${def.name}: ${refused}`);
+        return { message: tender!.steer(steering, Date.now()) };
+      },
+      { validator: (payload: A) => void check(payload) },
+    );
+  };
+  onUpdate(holdRampUpdate, holdRampArgsSchema, (args) => ({ kind: 'hold', args }));
+  onUpdate(resumeRampUpdate, resumeRampArgsSchema, (args) => ({ kind: 'resume', args }));
+  onUpdate(setSamplesRampUpdate, setSamplesRampArgsSchema, (args) => ({ kind: 'range', args }));
+
+  if (!plan || !tender) {
+    plan = await planEvalSet(input);
+    tender = Tender.fresh(plan.settings);
+    for (const task of plan.tasks) tender.add(task, initialStatus(task));
+  }
+  const planned = plan;
   const tended = tender;
+  const settings = planned.settings;
+  for (const act of early.splice(0)) act(tended);
 
-  const results = new Map<string, TaskResult>();
-  const running = new Map<string, ChildWorkflowHandle<typeof evalTask>>();
-  const queue = [...plan.tasks];
-  const finished = (): boolean => results.size === plan!.tasks.length;
+  const finished = (): boolean => results.size === planned.tasks.length;
+  const ended = (name: string) => condition(() => results.has(name) || failure !== undefined);
 
   const sendLimits = async (names: string[]): Promise<void> => {
     await Promise.all(
       names.map(async (name) => {
         const task = tended.tasks.get(name)!;
         try {
-          await running.get(name)?.signal(setLimitsSignal, {
+          await getExternalWorkflowHandle(taskWorkflowId(parentId, name)).signal(setLimitsSignal, {
             setpoint: task.ramp.setpoint,
             connectionLimit: task.ramp.connectionCeiling,
           });
         } catch (err) {
-          // The task closed before its completion reached this workflow (a tend or a budget cut
-          // raced its last sample): its limits no longer matter, and its result is on the way.
+          // The task closed before its end reached this workflow (a tend or a budget cut raced
+          // its last sample): its limits no longer matter, and its result is on the way.
           log.info('setLimits not delivered: the task has closed', {
             task: name,
             error: (err as Error).message,
@@ -125,82 +279,136 @@ export async function evalSet(input: EvalSetInput): Promise<EvalSetResult> {
   const runTask = async (task: TaskPlan): Promise<void> => {
     const entry = tended.tasks.get(task.name)!;
     entry.status.state = 'running';
+    started.push(task.name);
     const cut = tended.start(task.name, Date.now());
-    const handle = await startChild(evalTask, {
-      workflowId: taskWorkflowId(parentId, task.name),
-      taskQueue: task.taskQueue,
-      // The task finishes what it admitted even if this workflow is terminated or reset.
-      parentClosePolicy: ParentClosePolicy.ABANDON,
-      args: [
-        {
-          evalSet: plan!.name,
-          task: task.name,
-          definition: plan!.definition,
-          logDir: plan!.logDir,
-          parentId,
-          setpoint: entry.ramp.setpoint,
-        },
-      ],
-    });
-    running.set(task.name, handle);
+    starting++;
+    try {
+      await startChild(evalTask, {
+        workflowId: taskWorkflowId(parentId, task.name),
+        taskQueue: task.taskQueue,
+        // The task finishes what it admitted even if this workflow is terminated, reset, or
+        // continues-as-new: it reports its end by this workflow's id, which every run answers to.
+        parentClosePolicy: ParentClosePolicy.ABANDON,
+        args: [
+          {
+            evalSet: planned.name,
+            task: task.name,
+            definition: planned.definition,
+            logDir: planned.logDir,
+            parentId,
+            setpoint: entry.ramp.setpoint,
+          },
+        ],
+      });
+    } finally {
+      starting--;
+    }
     await sendLimits([task.name, ...cut]);
-    const result = await handle.result();
-    running.delete(task.name);
-    results.set(task.name, result);
-    Object.assign(entry.status, {
-      state: 'done',
-      completed: result.completed,
-      errored: result.errored,
-      in_flight: 0,
-      waiting: 0,
-      resumed: result.resumed,
-      ramp_state: 'finished',
-    });
+    await ended(task.name);
   };
 
+  // Each slot runs tasks one after another; a task a previous run started holds its slot first.
   const scheduler = (async () => {
-    const slots: Promise<void>[] = [];
-    const next = async (): Promise<void> => {
-      for (let task = queue.shift(); task; task = queue.shift()) await runTask(task);
+    const queue = planned.tasks.filter((t) => !started.includes(t.name));
+    const inherited = started.filter((name) => !results.has(name));
+    const width = Math.min(settings.maxTasks ?? planned.tasks.length, planned.tasks.length);
+    const slot = async (first: string | undefined): Promise<void> => {
+      if (first !== undefined) await ended(first);
+      for (let task = queue.shift(); task && !failure; task = queue.shift()) await runTask(task);
     };
-    const width = Math.min(settings.maxTasks ?? queue.length, queue.length);
-    for (let i = 0; i < width; i++) slots.push(next());
-    await Promise.all(slots);
+    await Promise.all(
+      Array.from({ length: Math.max(width, inherited.length) }, (_, i) => slot(inherited[i])),
+    );
   })();
 
+  const flushHistory = async (): Promise<void> => {
+    const entries = tended.takeUnsaved();
+    if (entries.length > 0) await appendRampHistory({ logDir: planned.logDir, entries });
+  };
+
   // The tend loop: a durable timer.
-  while (!finished()) {
+  while (!finished() && !failure) {
     // Workers time their reports to arrive just before it (see workers/report.ts).
     nextTendAt = Date.now() + settings.tendIntervalMs;
-    await Promise.race([sleep(settings.tendIntervalMs), scheduler]);
-    if (finished()) break;
+    await Promise.race([
+      sleep(settings.tendIntervalMs),
+      scheduler,
+      condition(() => failure !== undefined),
+    ]);
+    if (finished() || failure) break;
+    const runningIds = started.filter((name) => !results.has(name));
     const observed = await observeTasks({
-      workflowIds: [...running.keys()].map((t) => taskWorkflowId(parentId, t)),
+      workflowIds: runningIds.map((name) => taskWorkflowId(parentId, name)),
     });
     observedAt = Date.now();
-    for (const live of observed) {
-      const entry = tended.tasks.get(live.name);
+    for (const seen of observed) {
+      // An end this workflow did not hear of (its signal reached a run that had already handed
+      // over, or the task was terminated) is found here.
+      if (seen.kind !== 'running') {
+        if (tended.tasks.has(seen.task)) taskEnded(seen);
+        continue;
+      }
+      const entry = tended.tasks.get(seen.status.name);
       if (entry?.status.state !== 'running') continue;
-      Object.assign(entry.status, taskCounters(live));
+      Object.assign(entry.status, taskCounters(seen.status));
     }
     await sendLimits(tended.tend(Date.now()));
-    const entries = tended.takeUnsaved();
-    if (entries.length > 0) await appendRampHistory({ logDir: plan.logDir, entries });
+    await flushHistory();
+    if (shouldContinueAsNew() && !finished() && !failure) {
+      await condition(() => allHandlersFinished() && starting === 0);
+      const next: EvalSetCarry = {
+        plan: planned,
+        tender: tended.save(),
+        started,
+        results: [...results.values()],
+        observedAt,
+        runs: runs + 1,
+      };
+      await continueAsNew<typeof evalSet>({ ...input, carry: next });
+    }
+  }
+  if (failure) {
+    await flushHistory();
+    throw ApplicationFailure.create({
+      message: failure.message,
+      type: failure.type,
+      nonRetryable: true,
+    });
   }
   await scheduler;
-  await condition(finished);
-  const last = tended.takeUnsaved();
-  if (last.length > 0) await appendRampHistory({ logDir: plan.logDir, entries: last });
+  await flushHistory();
 
-  const tasks = plan.tasks.map((t) => results.get(t.name)!);
+  const tasks = planned.tasks.map((t) => results.get(t.name)!);
   const result: EvalSetResult = {
-    eval_set: plan.name,
+    eval_set: planned.name,
     status: tasks.every((t) => t.completed === t.samples) ? 'success' : 'error',
-    log_dir: plan.logDir,
+    log_dir: planned.logDir,
     tasks,
   };
   await writeEvalSetSummary(result);
   return result;
+}
+
+/** The start input, parsed; a workflow started with a bad one fails at once, saying why. */
+function startInput(raw: unknown): EvalSetInput {
+  const isObject = typeof raw === 'object' && raw !== null && !Array.isArray(raw);
+  const { carry, ...start } = isObject ? (raw as { carry?: unknown }) : { carry: undefined };
+  const parsed = parse(evalSetStartSchema, isObject ? start : raw, 'evalSet input');
+  if (!parsed.ok) throw badInput(parsed.message);
+  if (carry === undefined) return parsed.value;
+  const carried = parse(evalSetCarrySchema, carry, 'evalSet input: carry');
+  if (!carried.ok) throw badInput(carried.message);
+  return { ...parsed.value, carry: carried.value as unknown as EvalSetCarry };
+}
+
+function refuseSignal(t: Tender, message: string, now: number): void {
+  log.warn('signal refused', { message });
+  t.refuse(message, now);
+}
+
+function shouldContinueAsNew(): boolean {
+  const info = workflowInfo();
+  return info.continueAsNewSuggested || info.historyLength > HISTORY_EVENTS_CEILING;
 }
 
 function initialStatus(task: TaskPlan) {

@@ -4,19 +4,27 @@
  * running and report to the next run by workflow id.
  */
 import {
+  ContinueAsNew,
   allHandlersFinished,
   condition,
   continueAsNew,
+  getExternalWorkflowHandle,
+  isCancellation,
+  log,
   proxyActivities,
+  setDefaultSignalHandler,
   setHandler,
   workflowInfo,
 } from '@temporalio/workflow';
 import type { TaskActivities } from '../activities/task';
 import { ErrorType } from '../errors';
 import { countRanges, takeFromRanges } from '../core/ranges';
+import { badInput } from './failures';
+import { evalTaskStartSchema, parse, sampleDoneSchema, setLimitsSchema } from './schemas';
 import {
   sampleDoneSignal,
   setLimitsSignal,
+  taskDoneSignal,
   taskStatusQuery,
   type EvalTaskCarry,
   type EvalTaskInput,
@@ -48,7 +56,34 @@ const HANDED_OVER_SILENCE = '15 seconds';
 /** Past this many events we continue-as-new even if the server has not suggested it yet. */
 const HISTORY_EVENTS_CEILING = 20_000;
 
+/**
+ * Runs the task and tells its eval set how it ended, by the eval set's workflow id: every run of
+ * the eval set answers to it, so the end reaches it across its continue-as-new too.
+ */
 export async function evalTask(input: EvalTaskInput): Promise<TaskResult> {
+  const parsed = parse(evalTaskStartSchema, input, 'evalTask input');
+  if (!parsed.ok) throw badInput(parsed.message);
+  try {
+    const result = await runTask(input);
+    await tellEvalSet(input);
+    return result;
+  } catch (err) {
+    if (!(err instanceof ContinueAsNew) && !isCancellation(err)) await tellEvalSet(input);
+    throw err;
+  }
+}
+
+/** Tells the eval set this task is ending; it reads the result (or failure) from this workflow. */
+async function tellEvalSet(input: EvalTaskInput): Promise<void> {
+  try {
+    await getExternalWorkflowHandle(input.parentId).signal(taskDoneSignal, { task: input.task });
+  } catch (err) {
+    // The eval set is gone (terminated, or a task started by hand): nobody is waiting.
+    log.warn('the eval set did not take the task end', { error: (err as Error).message });
+  }
+}
+
+async function runTask(input: EvalTaskInput): Promise<TaskResult> {
   const { workflowId, taskQueue, firstExecutionRunId } = workflowInfo();
   // The whole run id: run ids are UUIDv7, whose leading characters are a timestamp, so a prefix
   // is shared by launches a minute apart and a relaunch's samples would collide with the last's.
@@ -69,17 +104,26 @@ export async function evalTask(input: EvalTaskInput): Promise<TaskResult> {
   // decided to continue-as-new (the SDK delivers such signals to a workflow that has already
   // returned) is in that run's history, not here: if one of these stays silent, ask its workflow.
   const handedOver = new Set(input.carry?.inFlight ?? []);
-  setHandler(sampleDoneSignal, (done) => {
+  setHandler(sampleDoneSignal, (payload) => {
+    const parsed = parse(sampleDoneSchema, payload, sampleDoneSignal.name);
+    if (!parsed.ok) return log.warn('signal refused', { message: parsed.message });
+    const done = parsed.value;
     handedOver.delete(done.index);
     // A report for a sample not in flight is a repeat (a sample retried after reporting). None can
     // come ahead of its admission: the admission activity starts samples only once it is recorded.
     if (inFlight.delete(done.index)) count(done);
   });
-  setHandler(setLimitsSignal, (limits) => {
+  setHandler(setLimitsSignal, (payload) => {
+    const parsed = parse(setLimitsSchema, payload, setLimitsSignal.name);
+    if (!parsed.ok) return log.warn('signal refused', { message: parsed.message });
+    const limits = parsed.value;
     setpoint = limits.setpoint;
     connectionLimit = limits.connectionLimit;
     changed = true;
   });
+  setDefaultSignalHandler((name) =>
+    log.warn('signal refused', { message: `unknown signal "${name}"` }),
+  );
   setHandler(taskStatusQuery, () => ({
     name: input.task,
     state: 'running',

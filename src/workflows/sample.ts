@@ -4,12 +4,10 @@
  * reports back by the task's workflow id, which the next run answers to. Not being a child also
  * keeps the task's history to about one event per sample (the report), where a child costs four.
  */
-import {
-  ApplicationFailure,
-  getExternalWorkflowHandle,
-  proxyActivities,
-} from '@temporalio/workflow';
+import { getExternalWorkflowHandle, proxyActivities } from '@temporalio/workflow';
 import type { SampleActivities } from '../activities/sample';
+import { badInput, failureCause } from './failures';
+import { parse, sampleStartSchema } from './schemas';
 import { sampleDoneSignal, type SampleDone, type SampleInput } from './types';
 
 const { runSample } = proxyActivities<SampleActivities>({
@@ -30,6 +28,8 @@ const { runSample } = proxyActivities<SampleActivities>({
 
 /** Runs the sample; its activity reports success to the task, this reports a failure. */
 export async function sampleWorkflow(input: SampleInput): Promise<SampleDone> {
+  const parsed = parse(sampleStartSchema, input, 'sampleWorkflow input');
+  if (!parsed.ok) throw badInput(parsed.message);
   try {
     await runSample(input);
     return { index: input.index, ok: true };
@@ -44,17 +44,4 @@ export async function sampleWorkflow(input: SampleInput): Promise<SampleDone> {
     await getExternalWorkflowHandle(input.parentId).signal(sampleDoneSignal, done);
     return done;
   }
-}
-
-/** The innermost application failure of an activity failure: its message and stable type. */
-function failureCause(err: unknown): { message: string; type?: string } {
-  let current: unknown = err;
-  while (current instanceof Error) {
-    if (current instanceof ApplicationFailure) {
-      return { message: current.message, type: current.type ?? undefined };
-    }
-    if (!current.cause) break;
-    current = current.cause;
-  }
-  return { message: current instanceof Error ? current.message : String(current) };
 }

@@ -9,7 +9,6 @@ import {
   type Holds,
   type RampChange,
   type RampSettings,
-  type TaskRampState,
   type TaskWindow,
 } from '../core/ramp';
 import type {
@@ -20,50 +19,68 @@ import type {
   SetSamplesRampArgs,
   TaskPlan,
   TaskStatus,
+  TendedTask,
+  TenderState,
   WorkerReport,
+  WorkerWindow,
 } from './types';
+
+/** A steering command as the tender takes it (parsed already: see src/workflows/schemas.ts). */
+export type Steering =
+  | { kind: 'hold'; args: HoldRampArgs }
+  | { kind: 'resume'; args: ResumeRampArgs }
+  | { kind: 'range'; args: SetSamplesRampArgs };
 
 /** Entries kept in workflow state (and shown by `status`); the log has them all. */
 const HISTORY_KEPT = 100;
 
-interface WorkerWindow {
-  rateLimitEpisodes: number;
-  cuts: number;
-  retries: number;
-  lowestLimit: number | null;
-  /** The largest queued share any worker of the task reported. */
-  queuedShare: number;
-  /** The highest pushback level any worker of the task reported (see `TaskWindow`). */
-  pushbackLevel: number | null;
-}
-
-export interface TendedTask {
-  plan: TaskPlan;
-  status: TaskStatus;
-  ramp: TaskRampState;
-  /** Cumulative counters at the previous tend, to diff into a window. */
-  seen: { saturations: number; errored: number; networkErrors: number };
-  workers: WorkerWindow;
-}
-
 export class Tender {
+  /** The tasks by name; the same objects as the state's list. */
   readonly tasks = new Map<string, TendedTask>();
-  readonly holds: Holds = { global: null, tasks: {} };
-  readonly history: RampHistoryEntry[] = [];
   /** History entries not yet written to the log. */
   private unsaved: RampHistoryEntry[] = [];
-  private settings: RampSettings;
 
-  constructor(settings: ResolvedSettings) {
-    this.settings = {
-      samples: settings.samples,
-      connections: settings.connections,
-      maxSandboxes: settings.maxSandboxes,
-    };
+  /** A tender for a new eval set; tasks are added as planned. */
+  static fresh(settings: ResolvedSettings): Tender {
+    return new Tender({
+      settings: {
+        samples: settings.samples,
+        connections: settings.connections,
+        maxSandboxes: settings.maxSandboxes,
+      },
+      tasks: [],
+      holds: { global: null, tasks: {} },
+      history: [],
+    });
+  }
+
+  /** Takes over the state a previous run saved (continue-as-new). */
+  constructor(private readonly state: TenderState) {
+    for (const task of state.tasks) this.tasks.set(task.plan.name, task);
+    this.unsaved = state.unsaved ?? [];
+    delete state.unsaved;
+  }
+
+  /** The ramp's settings now: a range set on the live run replaces the launched one. */
+  get settings(): RampSettings {
+    return this.state.settings;
+  }
+
+  get holds(): Holds {
+    return this.state.holds;
+  }
+
+  get history(): readonly RampHistoryEntry[] {
+    return this.state.history;
+  }
+
+  /** The whole state, for the next run, with the history entries it has still to log. */
+  save(): TenderState {
+    return { ...this.state, unsaved: this.unsaved };
   }
 
   add(plan: TaskPlan, status: TaskStatus): void {
-    this.tasks.set(plan.name, {
+    const task: TendedTask = {
       plan,
       status,
       ramp: {
@@ -74,7 +91,9 @@ export class Tender {
       },
       seen: { saturations: 0, errored: 0, networkErrors: 0 },
       workers: emptyWindow(),
-    });
+    };
+    this.state.tasks.push(task);
+    this.tasks.set(plan.name, task);
   }
 
   /** First limits of a starting task; may cut running ones (returned) to fit the budget. */
@@ -84,7 +103,7 @@ export class Tender {
       .map((t) => ({ name: t.plan.name, sandboxed: t.plan.sandboxed, setpoint: t.ramp.setpoint }));
     const task = this.tasks.get(name)!;
     const plan = initialSetpoints({
-      settings: this.settings,
+      settings: this.state.settings,
       now,
       starting: [{ name, sandboxed: task.plan.sandboxed }],
       running,
@@ -93,7 +112,7 @@ export class Tender {
     task.ramp = { setpoint, connectionCeiling, connectionClamp, pushbackWindows, wall };
     task.status.setpoint = task.ramp.setpoint;
     task.status.connection_limit = task.ramp.connectionCeiling;
-    task.status.ramp_state = this.settings.samples.type === 'pinned' ? 'pinned' : 'steady';
+    task.status.ramp_state = this.state.settings.samples.type === 'pinned' ? 'pinned' : 'steady';
     return this.apply(plan.changes);
   }
 
@@ -101,7 +120,7 @@ export class Tender {
   tend(now: number): string[] {
     const running = this.running();
     const plan = decideTend({
-      settings: this.settings,
+      settings: this.state.settings,
       now,
       holds: this.holds,
       tasks: running.map((t) => ({
@@ -145,69 +164,74 @@ export class Tender {
     }
   }
 
-  hold(args: HoldRampArgs, now: number): void {
-    const hold = { reason: args.reason, since: now, by: args.by };
-    if (args.task) this.holds.tasks[args.task] = hold;
-    else this.holds.global = hold;
-    this.log({
-      time: now,
-      task: args.task ?? '*',
-      kind: 'hold',
-      from: null,
-      to: null,
-      reason: args.reason,
-      by: args.by,
-    });
+  /**
+   * Why a steering command cannot apply to this eval set, or undefined when it can. The payload
+   * has been parsed already (src/workflows/schemas.ts); this checks it against the run.
+   */
+  refusal(command: Steering): string | undefined {
+    const task = command.kind === 'range' ? undefined : command.args.task;
+    if (task !== undefined && !this.tasks.has(task)) {
+      const known = [...this.tasks.keys()];
+      return known.length === 0
+        ? `no task "${task}": the eval set has not planned its tasks yet`
+        : `no task "${task}"; the tasks are ${known.join(', ')}`;
+    }
+    const samples = this.state.settings.samples;
+    if (command.kind === 'range' && samples.type === 'pinned') {
+      return `max_samples pins samples at ${samples.value}: a samples_ramp range has no effect`;
+    }
+    return undefined;
   }
 
-  resume(args: ResumeRampArgs, now: number): void {
-    if (args.task) delete this.holds.tasks[args.task];
-    else {
-      this.holds.global = null;
-      for (const task of Object.keys(this.holds.tasks)) delete this.holds.tasks[task];
+  /** Applies a steering command that {@link refusal} allows; returns what the history records. */
+  steer(command: Steering, now: number): string {
+    const refused = this.refusal(command);
+    if (refused !== undefined) throw new Error(refused);
+    const { by } = command.args;
+    const task = command.kind === 'range' ? '*' : (command.args.task ?? '*');
+    let reason: string;
+    switch (command.kind) {
+      case 'hold': {
+        const { reason: why } = command.args;
+        const hold = { reason: why, since: now, by };
+        if (task === '*') this.holds.global = hold;
+        else this.holds.tasks[task] = hold;
+        reason = why;
+        break;
+      }
+      case 'resume':
+        if (task === '*') {
+          this.holds.global = null;
+          for (const name of Object.keys(this.holds.tasks)) delete this.holds.tasks[name];
+        } else delete this.holds.tasks[task];
+        reason = 'resumed';
+        break;
+      case 'range': {
+        const { range } = command.args;
+        this.state.settings = {
+          ...this.state.settings,
+          samples:
+            range === false
+              ? { type: 'fixed', value: 50 }
+              : {
+                  type: 'ramp',
+                  lo: range[0],
+                  hi: range[1],
+                  step: 20,
+                  start: clamp(50, range[0], range[1]),
+                },
+        };
+        reason = `samples_ramp set to ${range === false ? 'off' : `[${range[0]}, ${range[1]}]`}`;
+        break;
+      }
     }
-    this.log({
-      time: now,
-      task: args.task ?? '*',
-      kind: 'resume',
-      from: null,
-      to: null,
-      reason: 'resumed',
-      by: args.by,
-    });
+    this.log({ time: now, task, kind: command.kind, from: null, to: null, reason, by });
+    return reason;
   }
 
-  /** A new range takes effect at the next tend (SPEC §2); pinned samples never move. */
-  setRange(args: SetSamplesRampArgs, now: number): void {
-    const samples = this.settings.samples;
-    const range = args.range === false ? 'off' : `[${args.range[0]}, ${args.range[1]}]`;
-    if (samples.type === 'pinned') {
-      const reason = `samples_ramp ${range} ignored: max_samples pins samples at ${samples.value}`;
-      this.log({ time: now, task: '*', kind: 'range', from: null, to: null, reason, by: args.by });
-      return;
-    }
-    this.settings = {
-      ...this.settings,
-      samples:
-        args.range === false
-          ? { type: 'fixed', value: 50 }
-          : {
-              type: 'ramp',
-              lo: args.range[0],
-              hi: args.range[1],
-              step: 20,
-              start: clamp(50, args.range[0], args.range[1]),
-            },
-    };
-    this.log({
-      time: now,
-      task: '*',
-      kind: 'range',
-      from: null,
-      to: null,
-      reason: `samples_ramp set to ${range}`,
-      by: args.by,
-    });
+  /** Records a steering signal that was refused, so the operator can see it and why. */
+  refuse(message: string, now: number, by?: string): void {
+    this.log({ time: now, task: '*', kind: 'refused', from: null, to: null, reason: message, by });
   }
 
   /** History entries recorded since the last call, for the log. */
@@ -262,8 +286,8 @@ export class Tender {
 
   private log(entry: Omit<RampHistoryEntry, 'time'> & { time: number }): void {
     const full = { ...entry, time: new Date(entry.time).toISOString() };
-    this.history.push(full);
-    if (this.history.length > HISTORY_KEPT) this.history.shift();
+    this.state.history.push(full);
+    if (this.state.history.length > HISTORY_KEPT) this.state.history.shift();
     this.unsaved.push(full);
   }
 }

@@ -4,8 +4,9 @@
  * workflows. No sample inputs or outputs pass through here (they stay in the log directory), and
  * never a secret: Temporal history is readable in its UI.
  */
-import { defineQuery, defineSignal } from '@temporalio/workflow';
+import { defineQuery, defineSignal, defineUpdate } from '@temporalio/workflow';
 import type { ResolvedSettings } from '../config/settings';
+import type { Holds, RampSettings, TaskRampState } from '../core/ramp';
 import type { ConcurrencySettings } from '../definition/types';
 
 /** Input of the `evalSet` workflow (task queue `steward`, id `steward-<name>`). */
@@ -16,6 +17,56 @@ export interface EvalSetInput {
   log_dir?: string;
   /** Settings given at launch (CLI flags); they win over env, `_steward.yaml` and the definition. */
   settings?: ConcurrencySettings;
+  /** Present when this run continues an earlier one (continue-as-new); never given by users. */
+  carry?: EvalSetCarry;
+}
+
+/** State handed from one run of `evalSet` to the next across continue-as-new. */
+export interface EvalSetCarry {
+  plan: EvalSetPlan;
+  tender: TenderState;
+  /** Tasks started so far, in start order (running and finished). */
+  started: string[];
+  /** Results of the finished tasks. */
+  results: TaskResult[];
+  /** When the task counters were last observed (ms since epoch). */
+  observedAt?: number;
+  /** Runs of the `evalSet` workflow so far (continue-as-new count + 1). */
+  runs: number;
+}
+
+/** The ramp's view of one task between tends (see src/workflows/tend.ts). */
+export interface TendedTask {
+  plan: TaskPlan;
+  status: TaskStatus;
+  ramp: TaskRampState;
+  /** Cumulative counters at the previous tend, to diff into a window. */
+  seen: { saturations: number; errored: number; networkErrors: number };
+  workers: WorkerWindow;
+}
+
+/** What the workers of a task reported during the window so far. */
+export interface WorkerWindow {
+  rateLimitEpisodes: number;
+  cuts: number;
+  retries: number;
+  lowestLimit: number | null;
+  /** The largest queued share any worker of the task reported. */
+  queuedShare: number;
+  /** The highest pushback level any worker of the task reported (see `TaskWindow`). */
+  pushbackLevel: number | null;
+}
+
+/** Everything the ramp carries between tends, as plain JSON (it crosses continue-as-new). */
+export interface TenderState {
+  settings: RampSettings;
+  /** In plan order. */
+  tasks: TendedTask[];
+  holds: Holds;
+  /** The latest entries, oldest first. */
+  history: RampHistoryEntry[];
+  /** Entries not yet appended to the log (a steering signal can land just before a hand-over). */
+  unsaved?: RampHistoryEntry[];
 }
 
 export type { ConnectionsSetting, ResolvedSettings, SamplesSetting } from '../config/settings';
@@ -139,7 +190,8 @@ export interface RampHistoryEntry {
   time: string;
   /** The task, or `*` for all tasks. */
   task: string;
-  kind: 'setpoint' | 'connections' | 'hold' | 'resume' | 'range';
+  /** `refused`: a steering signal that did not parse or could not apply (the reason says why). */
+  kind: 'setpoint' | 'connections' | 'hold' | 'resume' | 'range' | 'refused';
   from: number | null;
   to: number | null;
   reason: string;
@@ -208,6 +260,8 @@ export interface EvalSetStatus {
   tasks: TaskStatus[];
   /** When the task counters were last observed (ms since epoch, workflow time). */
   observed_at?: number;
+  /** Runs of the `evalSet` workflow so far (it continues-as-new on long runs). */
+  runs?: number;
   /** The latest entries, oldest first; the whole history is in `<log_dir>/ramp-history.jsonl`. */
   ramp_history: RampHistoryEntry[];
   holds: { global: HoldRampArgs | null; tasks: Record<string, HoldRampArgs> };
@@ -220,13 +274,39 @@ export interface EvalSetResult {
   tasks: TaskResult[];
 }
 
+/** How a task ended: its result, or why it failed. */
+export type TaskEnd =
+  | { task: string; result: TaskResult }
+  | { task: string; failure: { message: string; type?: string } };
+
+/** What a task tells its eval set as it ends; the eval set reads how from the task's workflow. */
+export interface TaskDone {
+  task: string;
+}
+
+/** What a steering update answers once applied: the line recorded in the ramp history. */
+export interface SteeringAnswer {
+  message: string;
+}
+
 export const sampleDoneSignal = defineSignal<[SampleDone]>('sampleDone');
+export const taskDoneSignal = defineSignal<[TaskDone]>('taskDone');
 export const setLimitsSignal =
   defineSignal<[{ setpoint: number; connectionLimit: number | null }]>('setLimits');
 export const holdRampSignal = defineSignal<[HoldRampArgs]>('holdRamp');
 export const resumeRampSignal = defineSignal<[ResumeRampArgs]>('resumeRamp');
 export const setSamplesRampSignal = defineSignal<[SetSamplesRampArgs]>('setSamplesRamp');
 export const workerReportSignal = defineSignal<[WorkerReport]>('workerReport');
+/**
+ * The steering updates: the same names and arguments as the signals, but the sender waits for
+ * the answer, and a refused payload is rejected by the update's validator before anything enters
+ * history (`temporal workflow update execute --name holdRamp ...`).
+ */
+export const holdRampUpdate = defineUpdate<SteeringAnswer, [HoldRampArgs]>('holdRamp');
+export const resumeRampUpdate = defineUpdate<SteeringAnswer, [ResumeRampArgs]>('resumeRamp');
+export const setSamplesRampUpdate = defineUpdate<SteeringAnswer, [SetSamplesRampArgs]>(
+  'setSamplesRamp',
+);
 export const statusQuery = defineQuery<EvalSetStatus>('status');
 /** What worker processes follow: polled often, so it is small and costs no history. */
 export interface WorkerControl {

@@ -1,9 +1,11 @@
 /**
- * `steward ramp hold|resume|range`: steer the ramp of a running eval set from any terminal. Each
- * command sends one signal to the `evalSet` workflow, which applies it at its next tend and
- * records it in the ramp history with who sent it. Arguments are checked before anything is
- * contacted, and a signal needs only the Temporal server: with the workers down it waits in the
- * workflow's history until they are back.
+ * `steward ramp hold|resume|range`: steer the ramp of a running eval set from any terminal. With
+ * its workers up, each command is an Update of the `evalSet` workflow: the workflow checks it
+ * against the run (its validator refuses a task it does not have, a range that cannot apply)
+ * and answers with what it recorded. With the workers down nothing can answer, so the command
+ * goes as the signal of the same name, which waits in the workflow's history until they are back
+ * and is checked then (a refusal shows in the ramp history). Arguments are checked before
+ * anything is contacted. Either way the ramp acts on it at its next tend.
  */
 import * as os from 'node:os';
 import { WorkflowNotFoundError, type WorkflowHandle } from '@temporalio/client';
@@ -11,12 +13,17 @@ import { parseKnobText } from '../../config/settings';
 import { ExitCode, StewardError } from '../../errors';
 import { connectClient, resolveTemporal } from '../../temporal/connection';
 import { withTimeout } from '../../util/timeout';
+import { innermostCause } from '../../client/status';
 import {
   holdRampSignal,
+  holdRampUpdate,
   resumeRampSignal,
+  resumeRampUpdate,
   setSamplesRampSignal,
+  setSamplesRampUpdate,
   statusQuery,
   type EvalSetStatus,
+  type SteeringAnswer,
 } from '../../workflows/types';
 import { findEvalSet, type EvalSetTarget } from '../eval-set-target';
 
@@ -27,6 +34,8 @@ export interface RampCommandOptions {
 
 /** How long to wait for the workers to say which tasks an eval set has. */
 const QUERY_TIMEOUT_MS = 5_000;
+/** How long an update may wait for its answer once the workers have shown they are up. */
+const UPDATE_TIMEOUT_MS = 30_000;
 
 /** `steward ramp hold [task] --reason TEXT`: freeze the climb of one task, or of every task. */
 export async function rampHoldCommand(
@@ -38,9 +47,11 @@ export async function rampHoldCommand(
     throw new StewardError(
       'ramp hold needs --reason TEXT: why the climb stops (the ramp history keeps it)',
     );
-  return steer(opts.evalSet, task, async (handle, target) => {
-    await handle.signal(holdRampSignal, { reason, ...taskArg(task), by: whoIsSteering() });
-    return `held the ramp of ${whose(task, target)}: ${JSON.stringify(reason)}`;
+  const args = { reason, ...taskArg(task), by: whoIsSteering() };
+  return steer(opts.evalSet, task, {
+    update: (handle) => handle.executeUpdate(holdRampUpdate, { args: [args] }),
+    signal: (handle) => handle.signal(holdRampSignal, args),
+    said: (target) => `held the ramp of ${whose(task, target)}: ${JSON.stringify(reason)}`,
   });
 }
 
@@ -49,9 +60,11 @@ export async function rampResumeCommand(
   task: string | undefined,
   opts: RampCommandOptions,
 ): Promise<number> {
-  return steer(opts.evalSet, task, async (handle, target) => {
-    await handle.signal(resumeRampSignal, { ...taskArg(task), by: whoIsSteering() });
-    return `resumed the ramp of ${whose(task, target)}`;
+  const args = { ...taskArg(task), by: whoIsSteering() };
+  return steer(opts.evalSet, task, {
+    update: (handle) => handle.executeUpdate(resumeRampUpdate, { args: [args] }),
+    signal: (handle) => handle.signal(resumeRampSignal, args),
+    said: (target) => `resumed the ramp of ${whose(task, target)}`,
   });
 }
 
@@ -62,11 +75,14 @@ export async function rampRangeCommand(
   opts: RampCommandOptions,
 ): Promise<number> {
   const range = parseRange(lo, hi);
-  return steer(opts.evalSet, undefined, async (handle, target) => {
-    await handle.signal(setSamplesRampSignal, { range, by: whoIsSteering() });
-    return range
-      ? `set the samples ramp of eval set ${target.name} to [${range[0]}, ${range[1]}]`
-      : `turned the samples ramp of eval set ${target.name} off`;
+  const args = { range, by: whoIsSteering() };
+  return steer(opts.evalSet, undefined, {
+    update: (handle) => handle.executeUpdate(setSamplesRampUpdate, { args: [args] }),
+    signal: (handle) => handle.signal(setSamplesRampSignal, args),
+    said: (target) =>
+      range
+        ? `set the samples ramp of eval set ${target.name} to [${range[0]}, ${range[1]}]`
+        : `turned the samples ramp of eval set ${target.name} off`,
   });
 }
 
@@ -86,12 +102,17 @@ export function requireKnownTask(
   throw new StewardError(`eval set ${target.name} has no task "${task}"; ${known}`);
 }
 
-type Send = (handle: WorkflowHandle, target: EvalSetTarget) => Promise<string>;
+/** One steering command, both ways it can travel. */
+interface Command {
+  update(handle: WorkflowHandle): Promise<SteeringAnswer>;
+  signal(handle: WorkflowHandle): Promise<void>;
+  said(target: EvalSetTarget): string;
+}
 
 async function steer(
   evalSet: string | undefined,
   task: string | undefined,
-  send: Send,
+  command: Command,
 ): Promise<number> {
   const client = await connectClient(
     await resolveTemporal(process.env, { onProgress: (m) => console.error(m) }),
@@ -99,44 +120,57 @@ async function steer(
   try {
     const target = await findEvalSet(client, evalSet);
     const handle = client.workflow.getHandle(target.workflowId);
-    // Only a named task needs the workers (they answer the query); the rest is server-side.
-    if (task !== undefined) {
-      const status = await queryStatus(handle, target);
-      requireKnownTask(
-        target,
-        status.tasks.map((t) => t.name),
-        task,
+    const status = await queryStatus(handle).catch((err: unknown) => err as Error);
+    // Only a named task needs the workers (they know the task names); the rest can be queued.
+    if (status instanceof Error && task !== undefined) {
+      throw new StewardError(
+        `cannot check the task names of eval set ${target.name}: ${status.message} ` +
+          '(are `steward launch` or `steward workers` running? Name no task to steer every task)',
+        ExitCode.environment,
       );
     }
-    let sent: string;
     try {
-      sent = await send(handle, target);
+      if (status instanceof Error) {
+        await command.signal(handle);
+        process.stderr.write(
+          `no worker of eval set ${target.name} answers now: the command waits in its history and applies when they are back\n`,
+        );
+      } else {
+        if (task !== undefined)
+          requireKnownTask(
+            target,
+            status.tasks.map((t) => t.name),
+            task,
+          );
+        await client.connection.withDeadline(Date.now() + UPDATE_TIMEOUT_MS, () =>
+          command.update(handle),
+        );
+      }
     } catch (err) {
-      if (err instanceof WorkflowNotFoundError || (err as Error).name === 'WorkflowNotFoundError')
-        throw new StewardError(`eval set ${target.name} finished before the signal reached it`);
-      throw err;
+      throw steeringError(err, target);
     }
-    process.stdout.write(`${sent}\n`);
+    process.stdout.write(`${command.said(target)}\n`);
     return ExitCode.ok;
   } finally {
     await client.connection.close();
   }
 }
 
-async function queryStatus(handle: WorkflowHandle, target: EvalSetTarget): Promise<EvalSetStatus> {
-  try {
-    return await withTimeout(
-      handle.query(statusQuery),
-      QUERY_TIMEOUT_MS,
-      'no answer from its workers',
-    );
-  } catch (err) {
-    throw new StewardError(
-      `cannot check the task names of eval set ${target.name}: ${(err as Error).message} ` +
-        '(are `steward launch` or `steward workers` running? Name no task to steer every task)',
-      ExitCode.environment,
-    );
+/** What went wrong with a steering command, in the user's words. */
+function steeringError(err: unknown, target: EvalSetTarget): unknown {
+  const name = (err as Error).name;
+  if (err instanceof WorkflowNotFoundError || name === 'WorkflowNotFoundError')
+    return new StewardError(`eval set ${target.name} finished before the command reached it`);
+  if (name === 'WorkflowUpdateFailedError') {
+    // The workflow refused it: its validator's message names the field and the value.
+    return new StewardError(`eval set ${target.name} refused: ${innermostCause(err).message}`);
   }
+  return err;
+}
+
+/** The eval set's status, from its workers; rejects when none answers in time. */
+function queryStatus(handle: WorkflowHandle): Promise<EvalSetStatus> {
+  return withTimeout(handle.query(statusQuery), QUERY_TIMEOUT_MS, 'no answer from its workers');
 }
 
 function parseRange(lo: string, hi: string | undefined): [number, number] | false {

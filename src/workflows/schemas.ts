@@ -1,0 +1,260 @@
+/**
+ * What each input of Steward's workflows must look like: start inputs, signals and updates.
+ * Anyone who can reach the Temporal server can send them (the stock `temporal` CLI, ops tooling,
+ * scripts), so a workflow parses them like user input before they touch its state; a payload
+ * that does not parse is refused with a message that names the field and the value, and never
+ * throws inside workflow code. Pure zod (this module is bundled into workflow code); the
+ * TypeScript types of src/workflows/types.ts are the parsed shapes.
+ */
+import { z } from 'zod';
+import { stewardYamlSchema, rampRangeProblem } from '../config/schema';
+import { formatIssue } from '../errors';
+
+/** Task and eval-set names: they end up in workflow ids and task queues. */
+const name = z
+  .string()
+  .regex(/^[A-Za-z0-9_.-]+$/, { error: 'may only contain letters, digits, "_", "." and "-"' })
+  .max(200);
+const by = z.string().max(200).optional();
+const count = z.number().int().min(0).max(1e9);
+const positive = z.number().int().min(1).max(1e9);
+const sha256 = z.string().regex(/^[0-9a-f]{64}$/, { error: 'expected 64 lowercase hex digits' });
+
+export const holdRampArgsSchema = z.strictObject({
+  reason: z
+    .string()
+    .trim()
+    .min(1, { error: 'must say why the climb stops' })
+    .max(1_000, { error: 'at most 1000 characters' }),
+  task: name.optional(),
+  by,
+});
+
+export const resumeRampArgsSchema = z.strictObject({ task: name.optional(), by });
+
+/** A ramp range: `[lo, hi]` with 1 <= lo <= hi, or `false` for no ramp. */
+export const samplesRampRangeSchema = z
+  .union([z.literal(false), z.tuple([positive, positive])], {
+    error: 'expected [lo, hi] (whole numbers from 1) or false',
+  })
+  .superRefine((range, ctx) => {
+    const problem = range === false ? undefined : rampRangeProblem(range);
+    if (problem) ctx.addIssue({ code: 'custom', message: problem, input: range });
+  });
+
+export const setSamplesRampArgsSchema = z.strictObject({ range: samplesRampRangeSchema, by });
+
+export const workerReportSchema = z.strictObject({
+  tasks: z.array(name).max(10_000),
+  pid: count,
+  limit: count,
+  rateLimitEpisodes: count,
+  cuts: count,
+  retries: count,
+  queuedShare: z.number().min(0).max(1).optional(),
+  pushbackLevel: count.nullable().optional(),
+});
+
+export const setLimitsSchema = z.strictObject({
+  setpoint: count,
+  connectionLimit: count.nullable(),
+});
+
+export const sampleDoneSchema = z.strictObject({
+  index: count,
+  ok: z.boolean(),
+  error: z.string().max(10_000).optional(),
+  errorType: z.string().max(200).optional(),
+});
+
+/** The knobs a start input may carry: the same names and rules as `_steward.yaml`. */
+const knobsSchema = stewardYamlSchema.superRefine((knobs, ctx) => {
+  const problem = knobs.samples_ramp ? rampRangeProblem(knobs.samples_ramp) : undefined;
+  if (problem) {
+    ctx.addIssue({ code: 'custom', path: ['samples_ramp'], message: problem, input: knobs });
+  }
+});
+
+/** What `steward launch`, a script or `temporal workflow start` gives the `evalSet` workflow. */
+export const evalSetStartSchema = z.strictObject({
+  definition: z.string().min(1).max(4_096),
+  definition_hash: sha256.optional(),
+  log_dir: z.string().min(1).max(4_096).optional(),
+  settings: knobsSchema.optional(),
+});
+
+export const evalTaskStartSchema = z.looseObject({
+  evalSet: name,
+  task: name,
+  definition: z.string().min(1),
+  logDir: z.string().min(1),
+  parentId: z.string().min(1),
+  setpoint: count,
+});
+
+export const sampleStartSchema = z.looseObject({
+  evalSet: name,
+  task: name,
+  definition: z.string().min(1),
+  logDir: z.string().min(1),
+  index: count,
+  parentId: z.string().min(1),
+  chain: z.string().min(1),
+});
+
+const metricsSchema = z.looseObject({
+  accuracy: z.number(),
+  stderr: z.number(),
+  samples_scored: count,
+});
+
+const taskResultSchema = z.looseObject({
+  name,
+  samples: count,
+  completed: count,
+  errored: count,
+  resumed: count,
+  metrics: metricsSchema.nullable(),
+});
+
+/** A task's word that it is ending. */
+export const taskDoneSchema = z.strictObject({ task: name });
+
+// ---- what a run hands the next across continue-as-new --------------------------------------
+// Only Steward writes a carry, but it arrives as a start input like any other, so it is checked
+// as far as the workflow reads it: a forged one is refused rather than trusted.
+
+const epochMs = z.number().finite();
+
+const taskPlanSchema = z.looseObject({
+  name,
+  taskQueue: z.string().min(1),
+  samples: count,
+  model: z.string(),
+  sandboxed: z.boolean(),
+});
+
+const taskStatusSchema = z.looseObject({
+  name,
+  state: z.enum(['waiting', 'running', 'done']),
+  taskQueue: z.string(),
+  samples: count,
+  completed: count,
+  errored: count,
+  in_flight: count,
+  waiting: count,
+  setpoint: count,
+  resumed: count,
+  saturations: count,
+  runs: count,
+  network_errors: count,
+  connection_limit: count.nullable(),
+  rate_limit_episodes: count,
+  ramp_state: z.string(),
+});
+
+const wallSchema = z.looseObject({ level: count, probeAt: epochMs, waitMs: count });
+
+const tendedTaskSchema = z.looseObject({
+  plan: taskPlanSchema,
+  status: taskStatusSchema,
+  ramp: z.looseObject({
+    setpoint: count,
+    connectionCeiling: count,
+    connectionClamp: count.nullable(),
+    pushbackWindows: count,
+    wall: wallSchema.nullable().optional(),
+  }),
+  seen: z.looseObject({ saturations: count, errored: count, networkErrors: count }),
+  workers: z.looseObject({
+    rateLimitEpisodes: count,
+    cuts: count,
+    retries: count,
+    lowestLimit: count.nullable(),
+    queuedShare: z.number().min(0).max(1),
+    pushbackLevel: count.nullable(),
+  }),
+});
+
+const samplesModeSchema = z.discriminatedUnion('type', [
+  z.looseObject({ type: z.literal('pinned'), value: positive }),
+  z.looseObject({
+    type: z.literal('ramp'),
+    lo: positive,
+    hi: positive,
+    step: positive,
+    start: positive,
+  }),
+  z.looseObject({ type: z.literal('fixed'), value: positive }),
+]);
+
+const connectionsModeSchema = z.discriminatedUnion('type', [
+  z.looseObject({ type: z.literal('fixed'), n: positive }),
+  z.looseObject({ type: z.literal('adaptive'), min: positive, start: positive, max: positive }),
+]);
+
+const holdSchema = z.looseObject({ reason: z.string(), since: epochMs, by: by });
+
+const historyEntrySchema = z.looseObject({
+  time: z.string(),
+  task: z.string(),
+  kind: z.string(),
+  reason: z.string(),
+});
+
+const tenderStateSchema = z.looseObject({
+  settings: z.looseObject({
+    samples: samplesModeSchema,
+    connections: connectionsModeSchema,
+    maxSandboxes: positive.nullable(),
+  }),
+  tasks: z.array(tendedTaskSchema),
+  holds: z.looseObject({ global: holdSchema.nullable(), tasks: z.record(z.string(), holdSchema) }),
+  history: z.array(historyEntrySchema),
+  unsaved: z.array(historyEntrySchema).optional(),
+});
+
+const planSchema = z.looseObject({
+  name,
+  definition: z.string().min(1),
+  logDir: z.string().min(1),
+  settings: z.looseObject({
+    maxTasks: positive.nullable(),
+    samples: samplesModeSchema,
+    maxSandboxes: positive.nullable(),
+    connections: connectionsModeSchema,
+    maxWorkers: positive.nullable(),
+    tendIntervalMs: positive,
+  }),
+  tasks: z.array(taskPlanSchema).min(1),
+});
+
+export const evalSetCarrySchema = z.looseObject({
+  plan: planSchema,
+  tender: tenderStateSchema,
+  started: z.array(name),
+  results: z.array(taskResultSchema),
+  observedAt: epochMs.optional(),
+  runs: positive,
+});
+
+export type Parsed<T> = { ok: true; value: T } | { ok: false; message: string };
+
+/**
+ * Parses `raw` against `schema`. On failure the message names what was refused and each problem
+ * as `path: message (value)`, e.g. `setSamplesRamp: range: expected [lo, hi] ... ("bogus")`.
+ */
+export function parse<T>(schema: z.ZodType<T>, raw: unknown, what: string): Parsed<T> {
+  const result = schema.safeParse(raw, { reportInput: true });
+  if (result.success) return { ok: true, value: result.data };
+  const problems = result.error.issues.map((issue) => {
+    const path = issue.path.map(String).join('.');
+    const unknownKeys = issue.code === 'unrecognized_keys' ? issue.keys : undefined;
+    if (unknownKeys) {
+      const keys = unknownKeys.map((key) => `"${key}"`).join(', ');
+      return formatIssue({ path: path || undefined, message: `unknown key ${keys}` });
+    }
+    return formatIssue({ path: path || undefined, message: issue.message, value: issue.input });
+  });
+  return { ok: false, message: `${what}: ${problems.join('; ')}` };
+}
