@@ -38,6 +38,7 @@ import {
 } from './schemas';
 import { Tender, type Steering } from './tend';
 import {
+  evalSetWorkflowId,
   holdRampSignal,
   holdRampUpdate,
   resumeRampSignal,
@@ -244,6 +245,13 @@ export async function evalSet(raw: EvalSetInput): Promise<EvalSetResult> {
 
   if (!plan || !tender) {
     plan = await planEvalSet(input);
+    // Everything finds an eval set by its name: status, steering, a relaunch.
+    if (parentId !== evalSetWorkflowId(plan.name)) {
+      throw badInput(
+        `evalSet: the definition names eval set "${plan.name}", so its workflow id must be ` +
+          `${evalSetWorkflowId(plan.name)}, not ${parentId}`,
+      );
+    }
     tender = Tender.fresh(plan.settings);
     for (const task of plan.tasks) tender.add(task, initialStatus(task));
   }

@@ -7,12 +7,12 @@
  * and is checked then (a refusal shows in the ramp history). Arguments are checked before
  * anything is contacted. Either way the ramp acts on it at its next tend.
  */
-import * as os from 'node:os';
 import { WorkflowNotFoundError, type WorkflowHandle } from '@temporalio/client';
 import { parseKnobText } from '../../config/settings';
 import { ExitCode, StewardError } from '../../errors';
 import { connectClient, resolveTemporal } from '../../temporal/connection';
 import { withTimeout } from '../../util/timeout';
+import { whoIsSteering } from '../../util/who';
 import { innermostCause } from '../../client/status';
 import {
   holdRampSignal,
@@ -191,16 +191,4 @@ function taskArg(task: string | undefined): { task?: string } {
 
 function whose(task: string | undefined, target: EvalSetTarget): string {
   return `${task === undefined ? 'every task' : `task ${task}`} in eval set ${target.name}`;
-}
-
-/** `user@host`, recorded with each hold, resume and range. */
-function whoIsSteering(): string {
-  let user: string;
-  try {
-    user = os.userInfo().username;
-  } catch {
-    // A container user with no passwd entry has no name to look up.
-    user = process.env.USER ?? `uid ${process.getuid?.() ?? '?'}`;
-  }
-  return `${user}@${os.hostname()}`;
 }

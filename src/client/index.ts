@@ -1,0 +1,164 @@
+/**
+ * Steward's typed client, for scripts: `import { startEvalSet, ... } from 'steward/client'`.
+ *
+ * It starts and steers the same `evalSet` workflow that `steward launch` and the stock `temporal`
+ * CLI do, with the workflow's own definitions of its input, updates, signals and queries. It needs
+ * a Temporal client of your own and a fleet serving the eval set (`steward workers`, or a running
+ * `steward launch`); it starts no workers itself.
+ *
+ * @example
+ * const client = new Client({ connection: await Connection.connect({ address }) });
+ * const run = await startEvalSet(client, { definition: '/abs/path/evalset.yaml' });
+ * await run.hold({ reason: 'provider looks unhappy' });
+ * await run.setRange([40, 100]);
+ * const result = await run.result();
+ */
+import * as path from 'node:path';
+import {
+  WorkflowIdReusePolicy,
+  type Client,
+  type WorkflowHandle,
+  type WorkflowStartOptions,
+} from '@temporalio/client';
+import { whoIsSteering } from '../util/who';
+import type { evalSet } from '../workflows';
+import {
+  STEWARD_TASK_QUEUE,
+  evalSetWorkflowId,
+  holdRampSignal,
+  holdRampUpdate,
+  resumeRampSignal,
+  resumeRampUpdate,
+  setSamplesRampSignal,
+  setSamplesRampUpdate,
+  statusQuery,
+  workerControlQuery,
+  workerReportSignal,
+  type EvalSetInput,
+  type EvalSetResult,
+  type EvalSetStatus,
+  type HoldRampArgs,
+  type ResumeRampArgs,
+  type SetSamplesRampArgs,
+  type SteeringAnswer,
+} from '../workflows/types';
+
+export type { evalSet };
+export type {
+  EvalSetInput,
+  EvalSetResult,
+  EvalSetStatus,
+  HoldRampArgs,
+  RampHistoryEntry,
+  ResumeRampArgs,
+  SetSamplesRampArgs,
+  SteeringAnswer,
+  TaskResult,
+  TaskStatus,
+} from '../workflows/types';
+export {
+  STEWARD_TASK_QUEUE,
+  evalSetWorkflowId,
+  holdRampSignal,
+  holdRampUpdate,
+  resumeRampSignal,
+  resumeRampUpdate,
+  setSamplesRampSignal,
+  setSamplesRampUpdate,
+  statusQuery,
+  workerControlQuery,
+  workerReportSignal,
+};
+
+/** What a script gives to start an eval set; the same plain JSON the stock CLI takes. */
+export interface StartOptions {
+  /** The definition (`evalset.yaml` or a module); made absolute, as the workers must read it. */
+  definition: string;
+  /** The eval set's name, if the script knows it: the workflow id is `steward-<name>`. */
+  name: string;
+  /** Default: the definition's `log_dir`, else `logs/<name>` beside it. */
+  logDir?: string;
+  /** Knobs by their seed names (`max_samples`, `samples_ramp`, ...). */
+  settings?: EvalSetInput['settings'];
+}
+
+/** A running (or finished) eval set, steered through the workflow's updates. */
+export class EvalSetRun {
+  constructor(readonly handle: WorkflowHandle<typeof evalSet>) {}
+
+  /** Freezes the climb of one task, or of every task; answers what the ramp history records. */
+  hold(args: Omit<HoldRampArgs, 'by'>): Promise<SteeringAnswer> {
+    return this.handle.executeUpdate(holdRampUpdate, { args: [{ ...args, by: whoIsSteering() }] });
+  }
+
+  resume(args: Omit<ResumeRampArgs, 'by'> = {}): Promise<SteeringAnswer> {
+    return this.handle.executeUpdate(resumeRampUpdate, {
+      args: [{ ...args, by: whoIsSteering() }],
+    });
+  }
+
+  /** A new `samples_ramp` for the live run (`false`: ramp off); it acts at the next tend. */
+  setRange(range: SetSamplesRampArgs['range']): Promise<SteeringAnswer> {
+    return this.handle.executeUpdate(setSamplesRampUpdate, {
+      args: [{ range, by: whoIsSteering() }],
+    });
+  }
+
+  /** The status as the eval set's workflow holds it (needs a worker to answer). */
+  status(): Promise<EvalSetStatus> {
+    return this.handle.query(statusQuery);
+  }
+
+  /** Calls `onStatus` every `intervalMs` until the eval set ends; resolves to its result. */
+  async watch(
+    onStatus: (status: EvalSetStatus) => void,
+    intervalMs = 1_000,
+  ): Promise<EvalSetResult> {
+    const result = this.result();
+    let over = false;
+    void result.finally(() => (over = true)).catch(() => undefined);
+    while (!over) {
+      await this.status().then(onStatus, () => undefined);
+      await Promise.race([result.catch(() => undefined), sleep(intervalMs)]);
+    }
+    return result;
+  }
+
+  result(): Promise<EvalSetResult> {
+    return this.handle.result();
+  }
+}
+
+/**
+ * Starts an eval set, or takes over the one of that name that is already running (as `steward
+ * launch` re-attaches). Completed samples are never re-run.
+ */
+export async function startEvalSet(client: Client, options: StartOptions): Promise<EvalSetRun> {
+  const workflowId = evalSetWorkflowId(options.name);
+  const input: EvalSetInput = {
+    definition: path.resolve(options.definition),
+    ...(options.logDir === undefined ? {} : { log_dir: path.resolve(options.logDir) }),
+    ...(options.settings === undefined ? {} : { settings: options.settings }),
+  };
+  const start: WorkflowStartOptions<typeof evalSet> = {
+    workflowId,
+    taskQueue: STEWARD_TASK_QUEUE,
+    args: [input],
+    workflowIdReusePolicy: WorkflowIdReusePolicy.ALLOW_DUPLICATE,
+  };
+  try {
+    return new EvalSetRun(await client.workflow.start<typeof evalSet>('evalSet', start));
+  } catch (err) {
+    if ((err as Error).name !== 'WorkflowExecutionAlreadyStartedError') throw err;
+    return getEvalSet(client, options.name);
+  }
+}
+
+/** The eval set of that name, running or finished. */
+export function getEvalSet(client: Client, name: string): EvalSetRun {
+  return new EvalSetRun(client.workflow.getHandle<typeof evalSet>(evalSetWorkflowId(name)));
+}
+
+function sleep(ms: number): Promise<void> {
+  return new Promise((resolve) => setTimeout(resolve, ms));
+}
