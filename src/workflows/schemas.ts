@@ -71,7 +71,12 @@ export const sampleDoneSchema = z.strictObject({
 const knobsSchema = stewardYamlSchema.superRefine((knobs, ctx) => {
   const problem = knobs.samples_ramp ? rampRangeProblem(knobs.samples_ramp) : undefined;
   if (problem) {
-    ctx.addIssue({ code: 'custom', path: ['samples_ramp'], message: problem, input: knobs });
+    ctx.addIssue({
+      code: 'custom',
+      path: ['samples_ramp'],
+      message: problem,
+      input: knobs.samples_ramp,
+    });
   }
 });
 
@@ -254,7 +259,9 @@ export function parse<T>(schema: z.ZodType<T>, raw: unknown, what: string): Pars
       const keys = unknownKeys.map((key) => `"${key}"`).join(', ');
       return formatIssue({ path: path || undefined, message: `unknown key ${keys}` });
     }
-    return formatIssue({ path: path || undefined, message: issue.message, value: issue.input });
+    // zod's own prefix says nothing the message does not.
+    const message = issue.message.replace(/^Invalid input: /, '');
+    return formatIssue({ path: path || undefined, message, value: issue.input });
   });
   return { ok: false, message: `${what}: ${problems.join('; ')}` };
 }

@@ -1,0 +1,157 @@
+/**
+ * What the workflows refuse, word for word (docs/errors.md quotes these): every start input,
+ * signal and update payload is parsed by src/workflows/schemas.ts before it touches state.
+ */
+import {
+  evalSetCarrySchema,
+  evalSetStartSchema,
+  holdRampArgsSchema,
+  parse,
+  resumeRampArgsSchema,
+  sampleDoneSchema,
+  setLimitsSchema,
+  setSamplesRampArgsSchema,
+  taskDoneSchema,
+  workerReportSchema,
+} from '../src/workflows/schemas';
+
+const report = { tasks: ['p'], pid: 1, limit: 20, rateLimitEpisodes: 0, cuts: 0, retries: 0 };
+
+test.each<[string, unknown, string, Parameters<typeof parse>[0]]>([
+  [
+    'evalSet input',
+    { definition: 5 },
+    'definition: expected string, received number (5)',
+    evalSetStartSchema,
+  ],
+  ['evalSet input', 'x', 'expected object, received string ("x")', evalSetStartSchema],
+  [
+    'evalSet input',
+    { definition: '/a', defintion: '/b' },
+    'unknown key "defintion"',
+    evalSetStartSchema,
+  ],
+  [
+    'evalSet input',
+    { definition: '/a', settings: { max_sample: 3 } },
+    'settings: unknown key "max_sample"',
+    evalSetStartSchema,
+  ],
+  [
+    'evalSet input',
+    { definition: '/a', settings: { samples_ramp: [9, 3] } },
+    'settings.samples_ramp: lo must not exceed hi ([9,3])',
+    evalSetStartSchema,
+  ],
+  [
+    'evalSet input',
+    { definition: '/a', definition_hash: 'abc' },
+    'definition_hash: expected 64 lowercase hex digits ("abc")',
+    evalSetStartSchema,
+  ],
+  [
+    'setSamplesRamp',
+    { rnage: [2, 6] },
+    'range: expected [lo, hi] (whole numbers from 1) or false; unknown key "rnage"',
+    setSamplesRampArgsSchema,
+  ],
+  [
+    'setSamplesRamp',
+    { range: 'bogus' },
+    'range: expected [lo, hi] (whole numbers from 1) or false ("bogus")',
+    setSamplesRampArgsSchema,
+  ],
+  [
+    'setSamplesRamp',
+    { range: [5, 2] },
+    'range: lo must not exceed hi ([5,2])',
+    setSamplesRampArgsSchema,
+  ],
+  [
+    'setSamplesRamp',
+    { range: [0, 5] },
+    'range.0: Too small: expected number to be >=1 (0)',
+    setSamplesRampArgsSchema,
+  ],
+  [
+    'setSamplesRamp',
+    { range: true },
+    'range: expected [lo, hi] (whole numbers from 1) or false (true)',
+    setSamplesRampArgsSchema,
+  ],
+  ['setSamplesRamp', null, 'expected object, received null (null)', setSamplesRampArgsSchema],
+  ['holdRamp', { reason: '' }, 'reason: must say why the climb stops ("")', holdRampArgsSchema],
+  ['holdRamp', { reason: '  ' }, 'reason: must say why the climb stops ("")', holdRampArgsSchema],
+  [
+    'holdRamp',
+    { reason: 'x', task: 'no such' },
+    'task: may only contain letters, digits, "_", "." and "-" ("no such")',
+    holdRampArgsSchema,
+  ],
+  [
+    'holdRamp',
+    { reason: 'x', by: 5 },
+    'by: expected string, received number (5)',
+    holdRampArgsSchema,
+  ],
+  ['resumeRamp', { reason: 'x' }, 'unknown key "reason"', resumeRampArgsSchema],
+  [
+    'workerReport',
+    { ...report, rateLimitEpisodes: -3 },
+    'rateLimitEpisodes: Too small: expected number to be >=0 (-3)',
+    workerReportSchema,
+  ],
+  [
+    'workerReport',
+    { ...report, queuedShare: 2 },
+    'queuedShare: Too big: expected number to be <=1 (2)',
+    workerReportSchema,
+  ],
+  ['taskDone', { task: 17 }, 'task: expected string, received number (17)', taskDoneSchema],
+  [
+    'sampleDone',
+    { index: -1, ok: true },
+    'index: Too small: expected number to be >=0 (-1)',
+    sampleDoneSchema,
+  ],
+  [
+    'setLimits',
+    { setpoint: 5 },
+    'connectionLimit: expected number, received undefined',
+    setLimitsSchema,
+  ],
+])('%s %j is refused', (what, payload, message, schema) => {
+  expect(parse(schema, payload, what)).toEqual({ ok: false, message: `${what}: ${message}` });
+});
+
+test.each<[Parameters<typeof parse>[0], unknown]>([
+  [
+    evalSetStartSchema,
+    { definition: '/abs/evalset.yaml', log_dir: '/logs', settings: { max_samples: 3 } },
+  ],
+  [setSamplesRampArgsSchema, { range: [40, 300], by: 'a@b' }],
+  [setSamplesRampArgsSchema, { range: false }],
+  [holdRampArgsSchema, { reason: 'provider looks unhappy', task: 't1' }],
+  [resumeRampArgsSchema, {}],
+  [workerReportSchema, { ...report, queuedShare: 0.5, pushbackLevel: null }],
+  [taskDoneSchema, { task: 'a' }],
+])('%#: a good payload parses', (schema, payload) => {
+  expect(parse(schema, payload, 'x')).toMatchObject({ ok: true });
+});
+
+test('a hold reason is trimmed as it is recorded', () => {
+  expect(parse(holdRampArgsSchema, { reason: '  why  ' }, 'holdRamp')).toEqual({
+    ok: true,
+    value: { reason: 'why' },
+  });
+});
+
+test('a forged carry is refused, not trusted', () => {
+  const result = parse(
+    evalSetCarrySchema,
+    { plan: {}, tender: [], started: 'x', runs: 0 },
+    'carry',
+  );
+  expect(result.ok).toBe(false);
+  expect(!result.ok && result.message).toMatch(/^carry: plan\.name: expected string/);
+});
