@@ -78,6 +78,11 @@ interface Measured {
   firstCallS?: number;
   /** The tool exited with an error, or did not finish every sample. */
   problem?: string;
+  /**
+   * The machine's 1-minute load average when the run ended: the tools' own CPU competes with
+   * anything else running, and a busy machine slows both (Python's event loop most).
+   */
+  loadAverage: number;
   /** Tokens per call the ideal assumes (from the dataset), to check against what the provider counted. */
   datasetTokensPerCall: number;
 }
@@ -232,6 +237,7 @@ async function runSteward(ctx: Context, one: OneRun): Promise<Measured> {
     cwd: one.runDir,
     deadlineMs: ctx.deadlineMs,
   });
+  await saveRunOutput(one, 'steward', ran);
   const intervals: [number, number][] = [];
   for (const task of one.data.tasks) {
     const records = await readSampleRecords(logDir, task.name).catch(() => []);
@@ -266,6 +272,7 @@ async function runInspect(ctx: Context, one: OneRun): Promise<Measured> {
     ],
     { env: { ...ctx.inspectEnv, ...one.env }, cwd: one.runDir, deadlineMs: ctx.deadlineMs },
   );
+  await saveRunOutput(one, 'inspect', ran);
   const { stdout } = await run(ctx.python, [READ_INSPECT_LOGS, logDir], {
     maxBuffer: 256 * 1024 * 1024,
   });
@@ -281,6 +288,14 @@ async function runInspect(ctx: Context, one: OneRun): Promise<Measured> {
       ? `tasks not successful: ${unfinished.map((t) => `${t.name} ${t.status}`).join(', ')}`
       : undefined;
   });
+}
+
+/** Keeps what the provider saw, per second, and what the tool printed, beside its logs. */
+async function saveRunOutput(one: OneRun, tool: Tool, ran: MeasuredProcess): Promise<void> {
+  const stats = { ...ran.stats, in_flight_readings: ran.inFlightReadings };
+  await fs.writeFile(path.join(one.runDir, `${tool}-provider-stats.json`), JSON.stringify(stats));
+  await fs.writeFile(path.join(one.runDir, `${tool}-stdout.txt`), ran.stdout);
+  await fs.writeFile(path.join(one.runDir, `${tool}-stderr.txt`), ran.stderr);
 }
 
 function measuredOf(
@@ -312,6 +327,7 @@ function measuredOf(
     firstCallS: firstRequest?.t,
     problem,
     datasetTokensPerCall: one.data.tokens / ctx.samples,
+    loadAverage: os.loadavg()[0],
   };
 }
 
@@ -323,6 +339,7 @@ function summaryLine(m: Measured): string {
     `${stats.requests} requests, ${stats.rate_limited} answered 429`,
     `calls in flight ${mean(m.process.inFlightReadings).toFixed(1)} (peak ${stats.peak_in_flight})`,
     `samples in flight ${m.samplesInFlight.toFixed(1)}`,
+    `load ${m.loadAverage.toFixed(1)}`,
     `tokens per answered call ${(stats.total_tokens / Math.max(1, stats.by_status['200'] ?? 0)).toFixed(1)} (dataset ${m.datasetTokensPerCall.toFixed(1)})`,
     ...(m.problem ? [`PROBLEM: ${m.problem}`] : []),
   ].join(', ');
@@ -360,6 +377,7 @@ function table(measured: Measured[], tools: Tool[]): string {
       'ideal',
       ...tools.flatMap(toolHeader),
       ...(tools.length === 2 ? ['S/I time'] : []),
+      'load',
     ],
   ];
   const keys = [...new Set(measured.map((m) => `${m.profile}|${m.tasks}`))];
@@ -376,6 +394,7 @@ function table(measured: Measured[], tools: Tool[]): string {
       ...(tools.length === 2
         ? [s && i ? `${(s.process.wallMs / i.process.wallMs).toFixed(2)}` : '-']
         : []),
+      tools.map((tool) => of(tool)?.loadAverage.toFixed(1) ?? '-').join('/'),
     ]);
   }
   const widths = rows[0].map((_, c) => Math.max(...rows.map((r) => r[c].length)));
@@ -396,6 +415,8 @@ function notes(measured: Measured[]): string[] {
     '429s: share of requests the provider answered 429; calls: mean requests in progress at the provider',
     '(read every 250 ms); samples: mean samples running (their start-to-end times over the wall time).',
     "S/I time: Steward's time over Inspect's (below 1: Steward finished first).",
+    `load: the machine's 1-minute load average as each run ended; above its ${os.cpus().length} cores the`,
+    "times measure contention for the CPU as much as the tools (Inspect's event loop suffers most).",
   ];
   const firstCalls = measured
     .filter((m) => m.firstCallS !== undefined)
