@@ -3,6 +3,7 @@
  * tool at each task count. A Vega-Lite spec, rendered the way the ramp bench renders its own.
  */
 import type { TopLevelSpec } from 'vega-lite' with { 'resolution-mode': 'import' };
+import { PROFILE_NAMES } from './profiles';
 
 export interface PeerPoint {
   profile: string;
@@ -48,7 +49,12 @@ export function peersPlotSpec(title: string, points: PeerPoint[]): TopLevelSpec 
     data: { values },
     facet: {
       row: { field: 'measure', type: 'nominal', sort: [...MEASURES], title: null },
-      column: { field: 'profile', type: 'nominal', title: 'provider profile' },
+      column: {
+        field: 'profile',
+        type: 'nominal',
+        title: 'provider profile',
+        sort: [...PROFILE_NAMES],
+      },
     },
     resolve: { scale: { y: 'independent' } },
     spec: {
