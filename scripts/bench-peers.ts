@@ -51,6 +51,7 @@ import {
   idealSeconds,
   PROFILE_NAMES,
   profileLimits,
+  refillOnlySeconds,
   type ProfileName,
   type ProfileSettings,
 } from './peers/profiles';
@@ -169,8 +170,17 @@ async function main(): Promise<void> {
         await fs.mkdir(runDir, { recursive: true });
         const data = await writeData(runDir, taskCount, samples);
         const limits = profileLimits(profile, settings, data.tokens / samples);
-        if (taskCount === taskCounts[0]) header.push(describeLimits(profile, limits));
-        const idealS = idealSeconds(limits, { calls: samples, tokens: data.tokens });
+        const work = { calls: samples, tokens: data.tokens };
+        const idealS = idealSeconds(limits, work);
+        if (taskCount === taskCounts[0]) {
+          const refillS = refillOnlySeconds(limits, work);
+          header.push(
+            `${describeLimits(profile, limits)}; ideal ${idealS.toFixed(1)} s` +
+              (refillS > idealS + 0.05
+                ? ` (its full bucket at once, then the refill; at the refill rate alone ${refillS.toFixed(1)} s)`
+                : ''),
+          );
+        }
         ctx.deadlineMs = Math.max(120, idealS * deadlineFactor) * 1000;
         for (const tool of tools) {
           console.log(`${profile}, ${taskCount} task(s), ${TOOL_LABEL[tool]} ...`);

@@ -76,6 +76,20 @@ export function idealSeconds(limits: SimLimits, work: Workload): number {
   return Math.max(...bounds);
 }
 
+/**
+ * The ideal of a client that never uses a bucket's opening burst, pacing at its refill rate
+ * from the start: every unit at the refill rate, plus the last call's latency. The same as
+ * {@link idealSeconds} where no bucket binds. Printed beside the ideal, for comparisons that
+ * leave the burst out.
+ */
+export function refillOnlySeconds(limits: SimLimits, work: Workload): number {
+  const latency = meanLatencySeconds(limits);
+  const bounds = [idealSeconds({ ...limits, rpm: undefined, tpm: undefined }, work)];
+  if (limits.rpm !== undefined) bounds.push(latency + (work.calls * 60) / limits.rpm);
+  if (limits.tpm !== undefined) bounds.push(latency + (work.tokens * 60) / limits.tpm);
+  return Math.max(...bounds);
+}
+
 /** One line saying what a profile is, for the table's header. */
 export function describeLimits(name: ProfileName, limits: SimLimits): string {
   const latency = `${meanLatencySeconds(limits)} s calls (${limits.latencyMs}+U[0,${limits.jitterMs}] ms)`;

@@ -2,7 +2,12 @@ import { promises as fs } from 'node:fs';
 import * as os from 'node:os';
 import * as path from 'node:path';
 import { writeData } from '../../scripts/peers/eval-sets';
-import { idealSeconds, profileLimits, type ProfileSettings } from '../../scripts/peers/profiles';
+import {
+  idealSeconds,
+  profileLimits,
+  refillOnlySeconds,
+  type ProfileSettings,
+} from '../../scripts/peers/profiles';
 import { promptTokens, type SimRequest } from '../../src/sim/script';
 
 const timing = { latencyMs: 1_900, jitterMs: 200, seed: 1 };
@@ -18,6 +23,16 @@ describe('idealSeconds', () => {
     ['the most binding limit wins', { concurrency: 10, rpm: 1_800 }, 3_600, 0, 720],
   ])('%s', (_name, limits, calls, tokens, ideal) => {
     expect(idealSeconds({ ...timing, ...limits }, { calls, tokens })).toBeCloseTo(ideal, 6);
+  });
+});
+
+describe('refillOnlySeconds', () => {
+  it.each([
+    ['rpm: every call at the refill rate', { rpm: 1_800 }, 3_600, 0, 122],
+    ['tpm: every token at the refill rate', { tpm: 180_000 }, 3_600, 360_000, 122],
+    ['the wall has no burst: the ideal', { concurrency: 60 }, 3_600, 0, 120],
+  ])('%s', (_name, limits, calls, tokens, seconds) => {
+    expect(refillOnlySeconds({ ...timing, ...limits }, { calls, tokens })).toBeCloseTo(seconds, 6);
   });
 });
 
