@@ -163,6 +163,17 @@ async function main(): Promise<void> {
   const measured: Measured[] = [];
   const header: string[] = [];
   let failed = false;
+  let sim: SimProcess | undefined;
+  // Ctrl-C reaches the tools through the terminal; the provider and the dev server would outlive
+  // the bench without this.
+  const interrupted = (signal: NodeJS.Signals) => {
+    console.error(`${signal}: stopping the provider and the dev server; kept ${dir}`);
+    void Promise.allSettled([sim?.close(), server && stopDevServer(stewardDir)]).then(() =>
+      process.exit(130),
+    );
+  };
+  process.once('SIGINT', interrupted);
+  process.once('SIGTERM', interrupted);
   try {
     for (const profile of profiles) {
       for (const taskCount of taskCounts) {
@@ -184,7 +195,7 @@ async function main(): Promise<void> {
         ctx.deadlineMs = Math.max(120, idealS * deadlineFactor) * 1000;
         for (const tool of tools) {
           console.log(`${profile}, ${taskCount} task(s), ${TOOL_LABEL[tool]} ...`);
-          const sim = await startSimProcess(limits);
+          sim = await startSimProcess(limits);
           try {
             const env = { SIM_BASE_URL: sim.url, SIM_API_KEY: API_KEY };
             const one = { profile, taskCount, idealS, runDir, data, sim, env };
@@ -198,6 +209,7 @@ async function main(): Promise<void> {
             console.error(`  failed: ${error instanceof Error ? error.message : String(error)}`);
           } finally {
             await sim.close();
+            sim = undefined;
           }
         }
       }
