@@ -1,11 +1,11 @@
 /**
- * One measured run: `steward launch` as a user types it, against the in-process simulated
+ * One measured run: `steward launch` (or any command) as a user types it, against a simulated
  * provider, with the provider's in-flight count read throughout.
  */
 import { spawn } from 'node:child_process';
 import { promises as fs } from 'node:fs';
 import * as path from 'node:path';
-import type { SimProvider, SimStats } from '../../src/sim/provider';
+import type { SimStats } from '../../src/sim/provider';
 import type { RampHistoryEntry } from '../../src/workflows/types';
 
 export const ROOT = path.resolve(__dirname, '..', '..');
@@ -26,10 +26,20 @@ export interface LaunchRunOptions {
   deadlineMs?: number;
 }
 
-export interface LaunchRun {
+/**
+ * What a measured run reads from the provider: the in-process `startSimProvider`, or a
+ * `steward sim-provider` process read over HTTP (`scripts/peers/sim-process.ts`).
+ */
+export interface ProviderProbe {
+  stats(): SimStats | Promise<SimStats>;
+  /** Zeroes the counters at the start; a provider started afresh for each run has nothing to zero. */
+  resetStats?(): void;
+}
+
+export interface MeasuredProcess {
   /** When the run started (ms since the epoch); the provider's stats were reset then. */
   startedAt: number;
-  /** Until the CLI exited, or until the deadline when it was stopped. */
+  /** Until the process exited, or until the deadline when it was stopped. */
   wallMs: number;
   code: number | null;
   /** The deadline passed and the run was stopped before it finished. */
@@ -38,16 +48,22 @@ export interface LaunchRun {
   stats: SimStats;
   /** The provider's in-flight count, read every {@link READ_MS}. */
   inFlightReadings: number[];
-  /** What `launch --json` printed, when it finished. */
-  result?: { status: string; tasks: { name: string; samples: number; completed: number }[] };
+  stdout: string;
   stderr: string;
 }
 
+export interface LaunchRun extends MeasuredProcess {
+  /** What `launch --json` printed, when it finished. */
+  result?: { status: string; tasks: { name: string; samples: number; completed: number }[] };
+}
+
 /** Resets the provider's stats, runs `steward launch --json` and waits for it to exit. */
-export function launchRun(provider: SimProvider, options: LaunchRunOptions): Promise<LaunchRun> {
-  provider.resetStats();
-  const startedAt = Date.now();
-  const child = spawn(
+export async function launchRun(
+  provider: ProviderProbe,
+  options: LaunchRunOptions,
+): Promise<LaunchRun> {
+  const run = await measuredRun(
+    provider,
     process.execPath,
     [
       STEWARD_BIN,
@@ -58,44 +74,72 @@ export function launchRun(provider: SimProvider, options: LaunchRunOptions): Pro
       options.logDir,
       ...options.flags,
     ],
-    { cwd: options.cwd, env: options.env, stdio: ['ignore', 'pipe', 'pipe'] },
+    options,
   );
+  return { ...run, result: lastJson(run.stdout) };
+}
+
+/**
+ * Runs a command as a user would (any tool: `steward launch`, a peer's CLI), reading the
+ * provider's in-flight count until it exits or the deadline stops it.
+ */
+export function measuredRun(
+  provider: ProviderProbe,
+  command: string,
+  args: string[],
+  options: Pick<LaunchRunOptions, 'env' | 'cwd' | 'deadlineMs'>,
+): Promise<MeasuredProcess> {
+  provider.resetStats?.();
+  const startedAt = Date.now();
+  const child = spawn(command, args, {
+    cwd: options.cwd,
+    env: options.env,
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
   let stdout = '';
   let stderr = '';
   child.stdout.on('data', (d: Buffer) => (stdout += d.toString()));
   child.stderr.on('data', (d: Buffer) => (stderr += d.toString()));
   const inFlightReadings: number[] = [];
-  const reader = setInterval(() => inFlightReadings.push(provider.stats().in_flight), READ_MS);
-  let end: { wallMs: number; stats: SimStats } | undefined;
+  const reader = setInterval(() => {
+    // A reading over HTTP may come back after the run ended; it no longer counts then.
+    void Promise.resolve(provider.stats()).then(
+      (s) => {
+        if (end === undefined) inFlightReadings.push(s.in_flight);
+      },
+      () => undefined,
+    );
+  }, READ_MS);
+  let end: Promise<{ wallMs: number; stats: SimStats }> | undefined;
   const finish = () => {
+    if (end) return end;
     clearInterval(reader);
-    end ??= { wallMs: Date.now() - startedAt, stats: provider.stats() };
+    const wallMs = Date.now() - startedAt;
+    end = Promise.resolve(provider.stats()).then((stats) => ({ wallMs, stats }));
     return end;
   };
   const deadline =
     options.deadlineMs === undefined
       ? undefined
       : setTimeout(() => {
-          finish();
+          void finish();
           child.kill('SIGTERM');
         }, options.deadlineMs);
 
   return new Promise((resolve, reject) => {
-    child.on('error', reject);
+    child.on('error', (error) => {
+      clearInterval(reader);
+      clearTimeout(deadline);
+      reject(error);
+    });
     child.on('close', (code) => {
       const stopped = end !== undefined;
-      const { wallMs, stats } = finish();
       clearTimeout(deadline);
-      resolve({
-        startedAt,
-        wallMs,
-        code,
-        stopped,
-        stats,
-        inFlightReadings,
-        result: lastJson(stdout),
-        stderr,
-      });
+      finish().then(
+        ({ wallMs, stats }) =>
+          resolve({ startedAt, wallMs, code, stopped, stats, inFlightReadings, stdout, stderr }),
+        reject,
+      );
     });
   });
 }

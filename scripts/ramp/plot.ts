@@ -28,11 +28,16 @@ const CONNECTIONS = 'connection ceiling';
 const WIDTH = 860;
 
 /** Renders the plot as an SVG document. */
-export async function renderRampPlot(input: RampPlotInput): Promise<string> {
+export function renderRampPlot(input: RampPlotInput): Promise<string> {
+  return renderVegaLite(rampPlotSpec(input));
+}
+
+/** Renders any Vega-Lite spec as an SVG document, headlessly. */
+export async function renderVegaLite(spec: TopLevelSpec): Promise<string> {
   // Both packages are ES modules only; this file is CommonJS.
   const vega = await import('vega');
   const vegaLite = await import('vega-lite');
-  const compiled = vegaLite.compile(rampPlotSpec(input)).spec;
+  const compiled = vegaLite.compile(spec).spec;
   const view = new vega.View(vega.parse(compiled), { renderer: 'none' });
   try {
     return await view.toSVG();
