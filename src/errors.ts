@@ -92,3 +92,45 @@ export class ConfigError extends StewardError {
     this.name = 'ConfigError';
   }
 }
+
+/** gRPC status codes that mean Temporal could not be asked, not that it refused. */
+const GRPC_UNAVAILABLE = 14;
+const GRPC_DEADLINE_EXCEEDED = 4;
+
+/** The gRPC status code in an error or one of its causes (the client wraps them), if any. */
+function grpcCode(err: unknown): number | undefined {
+  // Matched by shape: the client's error classes may come from another copy of the SDK.
+  for (let e: unknown = err, depth = 0; e instanceof Error && depth < 10; e = e.cause, depth++) {
+    const { code, details, metadata } = e as Error & {
+      code?: unknown;
+      details?: unknown;
+      metadata?: unknown;
+    };
+    if (typeof code === 'number' && details !== undefined && metadata !== undefined) return code;
+  }
+  return undefined;
+}
+
+/** Whether `err` says Temporal could not be reached at all (the server is down or gone). */
+export function isTemporalUnavailable(err: unknown): boolean {
+  return grpcCode(err) === GRPC_UNAVAILABLE;
+}
+
+/**
+ * The expected failure `err` is, when a command did not catch it itself: Temporal that went away
+ * or did not answer in time mid-command. Undefined for anything else (a bug).
+ */
+export function expectedFailure(err: unknown): StewardError | undefined {
+  const code = grpcCode(err);
+  if (code !== GRPC_UNAVAILABLE && code !== GRPC_DEADLINE_EXCEEDED) return undefined;
+  const what = code === GRPC_UNAVAILABLE ? 'stopped answering' : 'did not answer in time';
+  let detail: unknown = err;
+  while (detail instanceof Error && detail.cause instanceof Error) detail = detail.cause;
+  const reason = (detail as { details?: unknown }).details;
+  return new StewardError(
+    `Temporal ${what}${typeof reason === 'string' && reason ? ` (${reason})` : ''}: ` +
+      'check that it runs (`steward server`, or the cluster TEMPORAL_ADDRESS names) and retry; ' +
+      'a running eval set loses nothing meanwhile',
+    ExitCode.environment,
+  );
+}

@@ -16,6 +16,7 @@ import {
 } from '@temporalio/workflow';
 import type { ControlActivities } from '../activities/control';
 import { evalTask } from './eval-task';
+import { recordStatus } from './status-memo';
 import { Tender } from './tend';
 import {
   holdRampSignal,
@@ -170,6 +171,8 @@ export async function evalSet(input: EvalSetInput): Promise<EvalSetResult> {
 
   // The tend loop: a durable timer.
   while (!finished()) {
+    // After planning, then after each tend: `steward status` reads it without workers.
+    recordStatus(plan, tended);
     // Workers time their reports to arrive just before it (see workers/report.ts).
     nextTendAt = Date.now() + settings.tendIntervalMs;
     await Promise.race([sleep(settings.tendIntervalMs), scheduler]);
@@ -200,6 +203,7 @@ export async function evalSet(input: EvalSetInput): Promise<EvalSetResult> {
     tasks,
   };
   await writeEvalSetSummary(result);
+  recordStatus(plan, tended);
   return result;
 }
 
