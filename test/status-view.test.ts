@@ -516,3 +516,26 @@ describe('expectedFailure', () => {
     if (expected) expect(expected.exitCode).toBe(ExitCode.environment);
   });
 });
+
+describe('steps that keep failing', () => {
+  test('are listed under the head, with the workflow, the step, the attempt and the error', () => {
+    const s: LiveStatus = {
+      ...(running() as LiveStatus & { kind: 'running' }),
+      stuck: [
+        {
+          workflow_id: 'steward-hello/arithmetic',
+          step: 'activity planTask',
+          attempt: 26,
+          error: '/defs/evalset.yaml: definition file not found',
+        },
+      ],
+    };
+    expect(statusText('steward-hello', s).split('\n')).toEqual([
+      'hello (steward-hello): running',
+      'failing: steward-hello/arithmetic: activity planTask, attempt 26: /defs/evalset.yaml: definition file not found',
+    ]);
+    expect(statusJson('steward-hello', s)).toMatchObject({
+      stuck: [{ workflow_id: 'steward-hello/arithmetic', step: 'activity planTask', attempt: 26 }],
+    });
+  });
+});

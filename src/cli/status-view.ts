@@ -38,6 +38,7 @@ export function statusJson(workflowId: string, s: LiveStatus): unknown {
               }),
         ...(s.recorded_at === undefined ? {} : { recorded_at: s.recorded_at }),
         ...(s.log_dir === undefined ? {} : { log_dir_check: s.log_dir }),
+        ...(s.stuck === undefined ? {} : { stuck: s.stuck }),
         tasks: tasks.map((t) => {
           const source = s.sources?.[t.name];
           return source === undefined ? t : { ...t, source };
@@ -117,6 +118,10 @@ function runningText(workflowId: string, s: LiveStatus & { kind: 'running' }): s
         : `showing the state it last recorded, at ${shortTime(s.recorded_at)}`,
     );
   }
+  for (const step of s.stuck ?? [])
+    lines.push(
+      `failing: ${step.workflow_id}: ${step.step}, attempt ${step.attempt}: ${step.error}`,
+    );
   lines.push(...sourceNotes(s));
   lines.push(...taskTable(status));
   const history = status.ramp_history.slice(-HISTORY_SHOWN);

@@ -9,7 +9,11 @@
  * Every number says where it came from and as of when.
  */
 import { promises as fs } from 'node:fs';
-import { WorkflowNotFoundError, type Client } from '@temporalio/client';
+import {
+  WorkflowNotFoundError,
+  type Client,
+  type DescribeWorkflowExecutionResponse,
+} from '@temporalio/client';
 import { isTemporalUnavailable } from '../errors';
 import { openLogStore } from '../logs/store';
 import { withTimeout } from '../util/timeout';
@@ -53,10 +57,23 @@ export type LogDirCheck =
   | { state: 'gone'; path: string }
   | { state: 'unreadable'; path: string; reason: string };
 
+/** A step that keeps failing: an activity retried again and again, or a failing workflow task. */
+export interface StuckStep {
+  /** The workflow id it belongs to. */
+  workflow_id: string;
+  /** `activity <type>` or `workflow task`. */
+  step: string;
+  attempt: number;
+  /** The last failure's message. */
+  error: string;
+}
+
 export type LiveStatus =
   | {
       kind: 'running';
       status: EvalSetStatus;
+      /** Steps of the eval set and its tasks that keep failing (only when `diagnose` asked). */
+      stuck?: StuckStep[];
       /** Absent: not asked (the view then assumes they answered). */
       workers?: { answering: true } | { answering: false; reason: string };
       /** Per task name. */
@@ -70,8 +87,11 @@ export type LiveStatus =
   | { kind: 'missing' };
 
 export interface ReadStatusOptions {
-  /** Check numbers that are not live against the log dir's records. @default false */
-  countRecords?: boolean;
+  /**
+   * Check numbers that are not live against the log dir's records, and look for steps that keep
+   * failing (one `describe` per running task). @default false
+   */
+  thorough?: boolean;
   now?: () => number;
 }
 
@@ -152,7 +172,7 @@ export async function readStatus(
 
   const stale = status.tasks.filter((t) => sources[t.name].from !== 'task' && t.state !== 'done');
   const logDir = status.log_dir ?? memo?.log_dir;
-  if (options.countRecords && logDir !== undefined && stale.length > 0) {
+  if (options.thorough && logDir !== undefined && stale.length > 0) {
     const counted = await countRecords(
       logDir,
       stale.map((t) => t.name),
@@ -165,7 +185,71 @@ export async function readStatus(
     }
     live.log_dir = counted.check;
   }
+  if (options.thorough) {
+    const tasks = status.tasks.filter((t) => t.state === 'running');
+    const found = await Promise.all([
+      stuckSteps(client, workflowId, description.raw),
+      ...tasks.map(async (t) => {
+        const id = taskWorkflowId(workflowId, t.name);
+        const raw = await client.workflow
+          .getHandle(id)
+          .describe()
+          .then((d) => d.raw)
+          .catch((err: unknown) => {
+            if (isTemporalUnavailable(err)) throw err;
+            return undefined; // not started yet, or just closed: nothing stuck
+          });
+        return raw ? stuckSteps(client, id, raw) : [];
+      }),
+    ]);
+    live.stuck = found.flat();
+  }
   return live;
+}
+
+/** An activity retried this often is shown: the first retries of a blip are not news. */
+const STUCK_ATTEMPTS = 3;
+
+/** The steps of one workflow that keep failing, from its description (and its last events). */
+async function stuckSteps(
+  client: Client,
+  workflowId: string,
+  raw: DescribeWorkflowExecutionResponse,
+): Promise<StuckStep[]> {
+  const steps: StuckStep[] = (raw.pendingActivities ?? [])
+    .filter((a) => (a.attempt ?? 0) >= STUCK_ATTEMPTS)
+    .map((a) => ({
+      workflow_id: workflowId,
+      step: `activity ${a.activityType?.name ?? '?'}`,
+      attempt: a.attempt ?? 0,
+      error: a.lastFailure?.message ?? '',
+    }));
+  const task = raw.pendingWorkflowTask;
+  if (task && (task.attempt ?? 0) >= 2) {
+    steps.push({
+      workflow_id: workflowId,
+      step: 'workflow task',
+      attempt: task.attempt ?? 0,
+      error: await lastWorkflowTaskFailure(client, workflowId),
+    });
+  }
+  return steps;
+}
+
+/** `temporal.api.enums.v1.EventType.EVENT_TYPE_WORKFLOW_TASK_FAILED`, without loading the protos. */
+const EVENT_TYPE_WORKFLOW_TASK_FAILED = 9;
+
+/** The message of the latest failed workflow task, from the end of the history. */
+async function lastWorkflowTaskFailure(client: Client, workflowId: string): Promise<string> {
+  const { history } = await client.workflowService.getWorkflowExecutionHistoryReverse({
+    namespace: client.options.namespace,
+    execution: { workflowId },
+    maximumPageSize: 100,
+  });
+  const failed = (history?.events ?? []).find(
+    (e) => e.eventType === EVENT_TYPE_WORKFLOW_TASK_FAILED,
+  );
+  return failed?.workflowTaskFailedEventAttributes?.failure?.message ?? 'no failure recorded';
 }
 
 /**

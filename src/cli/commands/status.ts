@@ -26,7 +26,7 @@ export async function statusCommand(
       return ExitCode.ok;
     }
     const statuses = await Promise.all(
-      ids.map(async (id) => ({ id, status: await readStatus(client, id, { countRecords: true }) })),
+      ids.map(async (id) => ({ id, status: await readStatus(client, id, { thorough: true }) })),
     );
     if (name && statuses[0].status.kind === 'missing') {
       throw new StewardError(
