@@ -1,7 +1,8 @@
 /**
  * Expected situations `steward status` meets, each a plain message and the exit code of
  * docs/errors.md, never "internal error": an eval set that never got a worker, one terminated or
- * timed out, a name that does not exist, a Temporal that cannot be reached.
+ * timed out, a name that does not exist, a namespace that does not, a Temporal that cannot be
+ * reached.
  */
 import { Client, Connection } from '@temporalio/client';
 import { STEWARD_TASK_QUEUE, evalSetWorkflowId } from '../src/workflows/types';
@@ -93,6 +94,16 @@ describe('steward status in expected situations', () => {
     expect(status.stderr).toBe(
       `steward: no eval set named "${name}" (workflow steward-${name} not found): ` +
         '`steward status` with no name lists the running ones\n',
+    );
+  });
+
+  test('a namespace Temporal does not have: exit 3, naming the setting', async () => {
+    const status = await runCli(['status'], {
+      env: { ...process.env, TEMPORAL_NAMESPACE: 'no-such-namespace' },
+    });
+    expect(status.code).toBe(3);
+    expect(status.stderr).toBe(
+      "steward: Temporal has no such namespace (Namespace not found: 'no-such-namespace'): check TEMPORAL_NAMESPACE\n",
     );
   });
 

@@ -508,12 +508,50 @@ describe('expectedFailure', () => {
       grpcError(4, 'Deadline exceeded'),
       'Temporal did not answer in time (Deadline exceeded): check that it runs (`steward server`, or the cluster TEMPORAL_ADDRESS names) and retry; a running eval set loses nothing meanwhile',
     ],
+    [
+      'a namespace that does not exist',
+      new Error('list failed', { cause: grpcError(5, 'Namespace nope is not found.') }),
+      'Temporal has no such namespace (Namespace nope is not found.): check TEMPORAL_NAMESPACE',
+    ],
+    [
+      'a namespace that does not exist, as the client names it',
+      Object.assign(new Error("Namespace not found: 'nope'"), { name: 'NamespaceNotFoundError' }),
+      "Temporal has no such namespace (Namespace not found: 'nope'): check TEMPORAL_NAMESPACE",
+    ],
+    [
+      'credentials refused',
+      grpcError(16, 'Request unauthorized.'),
+      'Temporal refused the request (Request unauthorized.): check TEMPORAL_API_KEY and TEMPORAL_NAMESPACE',
+    ],
+    [
+      'a race with another launch',
+      Object.assign(new Error('Workflow execution already started'), {
+        name: 'WorkflowExecutionAlreadyStartedError',
+      }),
+      'another `steward launch` started this eval set at the same moment: launch again to re-attach to it',
+    ],
     ['a refusal is not an outage', grpcError(3, 'invalid argument'), undefined],
+    [
+      'a workflow not found elsewhere is not a namespace',
+      grpcError(5, 'workflow not found'),
+      undefined,
+    ],
     ['a bug', new TypeError('x is undefined'), undefined],
   ])('%s', (_, err, message) => {
     const expected = expectedFailure(err);
     expect(expected?.message).toBe(message);
     if (expected) expect(expected.exitCode).toBe(ExitCode.environment);
+  });
+
+  test('a workflow gone mid-command is a usage error naming it', () => {
+    const gone = Object.assign(new Error('Workflow not found: steward-x'), {
+      name: 'WorkflowNotFoundError',
+    });
+    expect(expectedFailure(gone)).toMatchObject({
+      message:
+        "the eval set's workflow is gone (Workflow not found: steward-x): `steward status` lists the running ones",
+      exitCode: ExitCode.usage,
+    });
   });
 });
 
