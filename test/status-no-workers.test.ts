@@ -23,6 +23,7 @@ describe('steward status of an eval set whose workers were stopped', () => {
   let file: string;
   let logDir: string;
   let recorded: number;
+  let memoLag: number;
 
   beforeAll(async () => {
     client = new Client({
@@ -34,25 +35,36 @@ describe('steward status of an eval set whose workers were stopped', () => {
     name = uniqueName('silent');
     file = await writeEvalSet(dir, name, [{ name: 'slow', samples: SAMPLES, latencyMs: 400 }], {
       max_samples: 4,
-      tend_interval: 1,
+      // Long enough that the records run well ahead of what the workflow last recorded.
+      tend_interval: 10,
     });
     logDir = path.join(dir, 'logs');
     const launched = await runCli(['launch', file, '--detach', '--log-dir', logDir], { env });
     expect(launched.stderr).not.toContain('internal error');
     expect(launched.code).toBe(0);
 
-    // Mid-run: some samples recorded, and at least one tend recorded in the memo.
-    await waitFor('20 records and a recorded tend', async () => {
+    // Mid-run, between two tends: 20 samples recorded, more than the memo says.
+    await waitFor('20 records, ahead of the recorded status', async () => {
       const records = await fs.readdir(path.join(logDir, 'slow', 'samples')).catch(() => []);
-      const memo = (await client.workflow.getHandle(evalSetWorkflowId(name)).describe()).memo;
-      const tasks = (memo?.[STATUS_MEMO_KEY] as { tasks?: unknown[] } | undefined)?.tasks;
-      return records.length >= 20 && tasks?.length === 1 ? true : undefined;
+      const memo = await memoCompleted();
+      return records.length >= 20 && memo !== undefined && memo < records.length ? true : undefined;
     });
     const fleet = await waitFor('the detached fleet', () => detachedFleet(name));
     await killTree(fleet);
     recorded = (await readSampleRecords(logDir, 'slow')).length;
     expect(recorded).toBeLessThan(SAMPLES);
+    // What Temporal recorded lags the records: the case where status used to say 0/100 done.
+    memoLag = recorded - ((await memoCompleted()) as number);
+    expect(memoLag).toBeGreaterThan(0);
   });
+
+  /** The completed count of the task in the eval set's memo, once it has one. */
+  async function memoCompleted(): Promise<number | undefined> {
+    const memo = (await client.workflow.getHandle(evalSetWorkflowId(name)).describe()).memo;
+    const tasks = (memo?.[STATUS_MEMO_KEY] as { tasks?: { completed: number }[] } | undefined)
+      ?.tasks;
+    return tasks?.[0]?.completed;
+  }
 
   afterAll(async () => {
     await client?.connection.close();
@@ -67,6 +79,11 @@ describe('steward status of an eval set whose workers were stopped', () => {
       new RegExp(`^${name} \\(steward-${name}\\): running; no workers answer \\(.+\\)$`),
     );
     expect(lines[1]).toMatch(/^showing the state it last recorded, at \d{4}-\d\d-\d\dT[\d:]+Z$/);
+    expect(lines[2]).toMatch(
+      new RegExp(
+        `^done counted from the records in ${logDir} at [\\dT:-]+Z \\(ahead of Temporal's numbers\\) for slow$`,
+      ),
+    );
     const row = lines.find((l) => l.trim().startsWith('slow '));
     expect(row?.trim().split(/\s{2,}/)[5]).toBe(`${recorded}/${SAMPLES}`);
     expect(status.stdout).toContain(
@@ -96,7 +113,9 @@ describe('steward status of an eval set whose workers were stopped', () => {
       at: json.recorded_at,
       log_dir_records: recorded,
     });
-    expect(['memo', 'log_dir']).toContain(task.source.completed_from);
+    expect(task.source.completed_from).toBe('log_dir');
+    expect(task.waiting).toBe(SAMPLES - recorded - task.errored - task.in_flight);
+    process.stderr.write(`records ahead of the memo at the kill: ${memoLag}\n`);
   });
 
   test('with no name it lists the eval set the same way and exits 0', async () => {

@@ -300,6 +300,11 @@ describe('status with no worker answering', () => {
     tasks: [
       {
         name: 'arithmetic',
+        taskQueue: 'steward-task-hello-arithmetic',
+        resumed: 0,
+        saturations: 4,
+        runs: 1,
+        network_errors: 0,
         state: 'running',
         samples: 100,
         completed: 0,
@@ -458,6 +463,11 @@ describe('parseStatusMemo', () => {
     tasks: [
       {
         name: 't',
+        taskQueue: 'steward-task-hello-t',
+        resumed: 0,
+        saturations: 0,
+        runs: 1,
+        network_errors: 0,
         state: 'running',
         samples: 1,
         completed: 0,
@@ -484,6 +494,7 @@ describe('parseStatusMemo', () => {
     ['an unknown state', { ...good, state: 'exploded' }],
     ['a negative count', { ...good, tasks: [{ ...good.tasks[0], completed: -1 }] }],
     ['a task with no name', { ...good, tasks: [{ ...good.tasks[0], name: 3 }] }],
+    ['a task without its counters', { ...good, tasks: [{ ...good.tasks[0], runs: undefined }] }],
     ['tasks not a list', { ...good, tasks: {} }],
   ])('ignores a memo with %s (anyone can write a memo)', (_, value) => {
     expect(parseStatusMemo(value === undefined ? undefined : { [STATUS_MEMO_KEY]: value })).toBe(

@@ -3,8 +3,9 @@
  * A query needs a worker to answer it; `describe` does not. So `steward status` can show what the
  * run last recorded even while no worker of the eval set runs (see src/client/status.ts).
  *
- * The memo is small on purpose: each upsert is a history event that carries it whole. The ramp
- * history stays out (the log dir has it all, in `ramp-history.jsonl`).
+ * Each upsert is a history event that carries the memo whole, so it holds the tasks' statuses
+ * (about 400 bytes a task) and the holds, not the ramp history (the log dir has it all, in
+ * `ramp-history.jsonl`).
  */
 import { patched, upsertMemo } from '@temporalio/workflow';
 import type { EvalSetStatus, HoldRampArgs, RampState, TaskStatus } from './types';
@@ -17,22 +18,8 @@ export const STATUS_MEMO_KEY = 'steward_status';
  */
 export const STATUS_MEMO_PATCH = 'steward-status-memo';
 
-/** A task's numbers as the memo keeps them: what `steward status` shows, nothing more. */
-export type MemoTask = Pick<
-  TaskStatus,
-  | 'name'
-  | 'state'
-  | 'samples'
-  | 'completed'
-  | 'errored'
-  | 'in_flight'
-  | 'waiting'
-  | 'setpoint'
-  | 'connection_limit'
-  | 'rate_limit_episodes'
-  | 'ramp_state'
-  | 'ramp_reason'
->;
+/** A task's numbers as the memo keeps them: all of its status, a few hundred bytes. */
+export type MemoTask = TaskStatus;
 
 export interface StatusMemo {
   /** When the workflow recorded it (workflow time, ISO). */
@@ -62,20 +49,7 @@ export function statusMemo(
     state: statuses.every((t) => t.state === 'done') ? 'done' : 'running',
     log_dir: plan.logDir,
     definition: plan.definition,
-    tasks: statuses.map((t) => ({
-      name: t.name,
-      state: t.state,
-      samples: t.samples,
-      completed: t.completed,
-      errored: t.errored,
-      in_flight: t.in_flight,
-      waiting: t.waiting,
-      setpoint: t.setpoint,
-      connection_limit: t.connection_limit,
-      rate_limit_episodes: t.rate_limit_episodes,
-      ramp_state: t.ramp_state,
-      ...(t.ramp_reason === undefined ? {} : { ramp_reason: t.ramp_reason }),
-    })),
+    tasks: statuses.map((t) => ({ ...t })),
     holds: {
       global: holds.global ? { ...holds.global } : null,
       tasks: Object.fromEntries(Object.entries(holds.tasks).map(([k, h]) => [k, { ...h }])),
@@ -148,11 +122,16 @@ const COUNTS = [
   'in_flight',
   'waiting',
   'setpoint',
+  'resumed',
+  'saturations',
+  'runs',
+  'network_errors',
   'rate_limit_episodes',
 ] as const;
 
 function isMemoTask(value: unknown): value is MemoTask {
   if (!isRecord(value) || typeof value.name !== 'string') return false;
+  if (typeof value.taskQueue !== 'string') return false;
   if (!TASK_STATES.includes(value.state as string)) return false;
   if (!RAMP_STATES.includes(value.ramp_state as RampState)) return false;
   if (value.connection_limit !== null && typeof value.connection_limit !== 'number') return false;
