@@ -94,3 +94,82 @@ export class ConfigError extends StewardError {
     this.name = 'ConfigError';
   }
 }
+
+/** gRPC status codes of the failures a command meets in the field. */
+const GRPC_UNAVAILABLE = 14;
+const GRPC_DEADLINE_EXCEEDED = 4;
+const GRPC_NOT_FOUND = 5;
+const GRPC_PERMISSION_DENIED = 7;
+const GRPC_UNAUTHENTICATED = 16;
+
+/** The gRPC status code in an error or one of its causes (the client wraps them), if any. */
+function grpcCode(err: unknown): number | undefined {
+  // Matched by shape: the client's error classes may come from another copy of the SDK.
+  for (let e: unknown = err, depth = 0; e instanceof Error && depth < 10; e = e.cause, depth++) {
+    const { code, details, metadata } = e as Error & {
+      code?: unknown;
+      details?: unknown;
+      metadata?: unknown;
+    };
+    if (typeof code === 'number' && details !== undefined && metadata !== undefined) return code;
+  }
+  return undefined;
+}
+
+/** Whether `err` says Temporal could not be reached at all (the server is down or gone). */
+export function isTemporalUnavailable(err: unknown): boolean {
+  return grpcCode(err) === GRPC_UNAVAILABLE;
+}
+
+/**
+ * The expected failure `err` is, when a command did not catch it itself: Temporal that went away
+ * or did not answer in time mid-command, a namespace that does not exist, credentials Temporal
+ * refuses, a workflow that another command started or closed meanwhile. Undefined for anything
+ * else (a bug).
+ */
+export function expectedFailure(err: unknown): StewardError | undefined {
+  const name = (err as Error | undefined)?.name;
+  if (name === 'WorkflowExecutionAlreadyStartedError')
+    return new StewardError(
+      'another `steward launch` started this eval set at the same moment: launch again to re-attach to it',
+      ExitCode.environment,
+    );
+  if (name === 'NamespaceNotFoundError')
+    return new StewardError(
+      `Temporal has no such namespace (${(err as Error).message}): check TEMPORAL_NAMESPACE`,
+      ExitCode.environment,
+    );
+  if (name === 'WorkflowNotFoundError')
+    return new StewardError(
+      `the eval set's workflow is gone (${(err as Error).message}): \`steward status\` lists the running ones`,
+      ExitCode.usage,
+    );
+  const code = grpcCode(err);
+  let detail: unknown = err;
+  while (detail instanceof Error && detail.cause instanceof Error) detail = detail.cause;
+  const details = (detail as { details?: unknown }).details;
+  const reason = typeof details === 'string' && details ? ` (${details})` : '';
+  switch (code) {
+    case GRPC_UNAVAILABLE:
+    case GRPC_DEADLINE_EXCEEDED:
+      return new StewardError(
+        `Temporal ${code === GRPC_UNAVAILABLE ? 'stopped answering' : 'did not answer in time'}${reason}: ` +
+          'check that it runs (`steward server`, or the cluster TEMPORAL_ADDRESS names) and retry; ' +
+          'a running eval set loses nothing meanwhile',
+        ExitCode.environment,
+      );
+    case GRPC_NOT_FOUND:
+      if (!/namespace/i.test(String(details))) return undefined;
+      return new StewardError(
+        `Temporal has no such namespace${reason}: check TEMPORAL_NAMESPACE`,
+        ExitCode.environment,
+      );
+    case GRPC_PERMISSION_DENIED:
+    case GRPC_UNAUTHENTICATED:
+      return new StewardError(
+        `Temporal refused the request${reason}: check TEMPORAL_API_KEY and TEMPORAL_NAMESPACE`,
+        ExitCode.environment,
+      );
+  }
+  return undefined;
+}

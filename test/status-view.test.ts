@@ -1,4 +1,12 @@
-import type { LiveStatus } from '../src/client/status';
+import {
+  statusFromMemo,
+  withRecords,
+  type LiveStatus,
+  type LogDirCheck,
+  type TaskSource,
+} from '../src/client/status';
+import { ExitCode, expectedFailure } from '../src/errors';
+import { STATUS_MEMO_KEY, parseStatusMemo, type StatusMemo } from '../src/workflows/status-memo';
 import { statusJson, statusText } from '../src/cli/status-view';
 import type { EvalSetStatus, RampHistoryEntry, TaskStatus } from '../src/workflows/types';
 
@@ -278,5 +286,305 @@ describe('statusJson', () => {
     ],
   ])('an eval set that is not running: %j', (live, expected) => {
     expect(statusJson('steward-x', live)).toEqual(expected);
+  });
+});
+
+describe('status with no worker answering', () => {
+  const recordedAt = '2026-12-01T11:00:00.000Z';
+  const memo: StatusMemo = {
+    recorded_at: recordedAt,
+    eval_set: 'hello',
+    state: 'running',
+    log_dir: '/runs/hello',
+    definition: '/defs/hello/evalset.yaml',
+    tasks: [
+      {
+        name: 'arithmetic',
+        taskQueue: 'steward-task-hello-arithmetic',
+        resumed: 0,
+        saturations: 4,
+        runs: 1,
+        network_errors: 0,
+        state: 'running',
+        samples: 100,
+        completed: 0,
+        errored: 0,
+        in_flight: 10,
+        waiting: 90,
+        setpoint: 10,
+        connection_limit: 20,
+        rate_limit_episodes: 0,
+        ramp_state: 'pinned',
+      },
+    ],
+    holds: { global: null, tasks: {} },
+  };
+
+  function silent(records?: number): LiveStatus & { kind: 'running' } {
+    const status = statusFromMemo(memo);
+    const source: TaskSource = { from: 'memo', at: recordedAt, completed_from: 'memo' };
+    const sources = {
+      arithmetic: records === undefined ? source : withRecords(status.tasks[0], source, records),
+    };
+    return {
+      kind: 'running',
+      status,
+      workers: { answering: false, reason: 'no answer within 5 s' },
+      sources,
+      recorded_at: recordedAt,
+      log_dir: { state: 'counted', path: '/runs/hello', at: '2026-12-01T11:05:00.123Z' },
+    };
+  }
+
+  test('says that no workers answer, when the state was recorded, and how to start them', () => {
+    const lines = statusText('steward-hello', silent(21)).split('\n');
+    expect(lines[0]).toBe(
+      'hello (steward-hello): running; no workers answer (no answer within 5 s)',
+    );
+    expect(lines[1]).toBe('showing the state it last recorded, at 2026-12-01T11:00:00Z');
+    expect(lines[2]).toBe(
+      "done counted from the records in /runs/hello at 2026-12-01T11:05:00Z (ahead of Temporal's numbers) for arithmetic",
+    );
+    const row = lines.find((l) => l.trim().startsWith('arithmetic '));
+    expect(row?.trim().split(/\s{2,}/)).toEqual([
+      'arithmetic',
+      'running',
+      '10',
+      '10',
+      '69',
+      '21/100',
+      '0',
+      '20',
+      '0',
+      'pinned',
+    ]);
+    expect(lines.at(-1)).toBe(
+      'start its workers with `steward workers hello`, or run `steward launch /defs/hello/evalset.yaml` again',
+    );
+  });
+
+  test.each<[string, number, number, string]>([
+    ['records ahead of the memo win', 21, 21, 'log_dir'],
+    ['records equal to the memo keep the memo as the source', 0, 0, 'memo'],
+    ['records beyond the task (an old dataset) count up to its samples', 500, 100, 'log_dir'],
+  ])('%s', (_, records, completed, from) => {
+    const s = silent(records);
+    expect(s.status.tasks[0].completed).toBe(completed);
+    expect(s.sources?.arithmetic).toMatchObject({
+      completed_from: from,
+      log_dir_records: records,
+    });
+  });
+
+  test('records behind the numbers (a log dir emptied by hand) never lower them', () => {
+    const t = statusFromMemo(memo).tasks[0];
+    t.completed = 30;
+    const source: TaskSource = { from: 'memo', at: recordedAt, completed_from: 'memo' };
+    expect(withRecords(t, source, 10)).toEqual({ ...source, log_dir_records: 10 });
+    expect(t.completed).toBe(30);
+  });
+
+  test('--json says where each number came from and when', () => {
+    const json = statusJson('steward-hello', silent(21)) as Record<string, unknown>;
+    expect(json).toMatchObject({
+      workflow_id: 'steward-hello',
+      state: 'running',
+      workers: 'not answering',
+      workers_reason: 'no answer within 5 s',
+      workers_hint:
+        'start its workers with `steward workers hello`, or run `steward launch /defs/hello/evalset.yaml` again',
+      recorded_at: recordedAt,
+      log_dir_check: { state: 'counted', path: '/runs/hello' },
+      tasks: [
+        {
+          name: 'arithmetic',
+          completed: 21,
+          source: { from: 'memo', at: recordedAt, completed_from: 'log_dir', log_dir_records: 21 },
+        },
+      ],
+    });
+  });
+
+  test.each<[string, LogDirCheck, string]>([
+    [
+      'gone',
+      { state: 'gone', path: '/runs/hello' },
+      "the log dir /runs/hello is gone: done counts are Temporal's",
+    ],
+    [
+      'unreadable',
+      { state: 'unreadable', path: '/runs/hello', reason: 'permission denied' },
+      "cannot read the log dir /runs/hello (permission denied): done counts are Temporal's",
+    ],
+  ])('a log dir that is %s is said so', (_, check, line) => {
+    const s = { ...silent(), log_dir: check };
+    expect(statusText('steward-hello', s).split('\n')[2]).toBe(line);
+  });
+
+  test('an eval set that recorded nothing yet says so', () => {
+    const s: LiveStatus = {
+      kind: 'running',
+      status: {
+        eval_set: 'x',
+        state: 'planning',
+        tasks: [],
+        ramp_history: [],
+        holds: { global: null, tasks: {} },
+      },
+      workers: { answering: false, reason: 'no answer within 5 s' },
+    };
+    expect(statusText('steward-x', s).split('\n')).toEqual([
+      'x (steward-x): planning; no workers answer (no answer within 5 s)',
+      'Temporal has no recorded state of it yet (it has not planned, or it predates recording)',
+      'start its workers with `steward workers x`, or run `steward launch <definition>` again',
+    ]);
+  });
+
+  test('a terminated eval set shows what it last recorded', () => {
+    const text = statusText('steward-hello', {
+      kind: 'failed',
+      status: 'TERMINATED',
+      message: 'by ops',
+      last: memo,
+    });
+    expect(text.split('\n').slice(0, 2)).toEqual([
+      'steward-hello: terminated: by ops',
+      'last recorded at 2026-12-01T11:00:00Z:',
+    ]);
+    expect(text).toContain('0/100');
+  });
+});
+
+describe('parseStatusMemo', () => {
+  const good = {
+    recorded_at: '2026-12-01T11:00:00.000Z',
+    eval_set: 'hello',
+    state: 'running',
+    tasks: [
+      {
+        name: 't',
+        taskQueue: 'steward-task-hello-t',
+        resumed: 0,
+        saturations: 0,
+        runs: 1,
+        network_errors: 0,
+        state: 'running',
+        samples: 1,
+        completed: 0,
+        errored: 0,
+        in_flight: 1,
+        waiting: 0,
+        setpoint: 1,
+        connection_limit: null,
+        rate_limit_episodes: 0,
+        ramp_state: 'steady',
+      },
+    ],
+    holds: { global: null, tasks: {} },
+  };
+
+  test('reads what the workflow records', () => {
+    expect(parseStatusMemo({ [STATUS_MEMO_KEY]: good })).toEqual(good);
+  });
+
+  test.each<[string, unknown]>([
+    ['no memo', undefined],
+    ['not an object', 'running'],
+    ['a bad time', { ...good, recorded_at: 'yesterday' }],
+    ['an unknown state', { ...good, state: 'exploded' }],
+    ['a negative count', { ...good, tasks: [{ ...good.tasks[0], completed: -1 }] }],
+    ['a task with no name', { ...good, tasks: [{ ...good.tasks[0], name: 3 }] }],
+    ['a task without its counters', { ...good, tasks: [{ ...good.tasks[0], runs: undefined }] }],
+    ['tasks not a list', { ...good, tasks: {} }],
+  ])('ignores a memo with %s (anyone can write a memo)', (_, value) => {
+    expect(parseStatusMemo(value === undefined ? undefined : { [STATUS_MEMO_KEY]: value })).toBe(
+      undefined,
+    );
+  });
+});
+
+describe('expectedFailure', () => {
+  function grpcError(code: number, details: string): Error {
+    return Object.assign(new Error(`${code} ${details}`), { code, details, metadata: {} });
+  }
+
+  test.each<[string, unknown, string | undefined]>([
+    [
+      'Temporal gone mid-command',
+      new Error('Failed to describe workflow', { cause: grpcError(14, 'Connection refused') }),
+      'Temporal stopped answering (Connection refused): check that it runs (`steward server`, or the cluster TEMPORAL_ADDRESS names) and retry; a running eval set loses nothing meanwhile',
+    ],
+    [
+      'Temporal too busy',
+      grpcError(4, 'Deadline exceeded'),
+      'Temporal did not answer in time (Deadline exceeded): check that it runs (`steward server`, or the cluster TEMPORAL_ADDRESS names) and retry; a running eval set loses nothing meanwhile',
+    ],
+    [
+      'a namespace that does not exist',
+      new Error('list failed', { cause: grpcError(5, 'Namespace nope is not found.') }),
+      'Temporal has no such namespace (Namespace nope is not found.): check TEMPORAL_NAMESPACE',
+    ],
+    [
+      'a namespace that does not exist, as the client names it',
+      Object.assign(new Error("Namespace not found: 'nope'"), { name: 'NamespaceNotFoundError' }),
+      "Temporal has no such namespace (Namespace not found: 'nope'): check TEMPORAL_NAMESPACE",
+    ],
+    [
+      'credentials refused',
+      grpcError(16, 'Request unauthorized.'),
+      'Temporal refused the request (Request unauthorized.): check TEMPORAL_API_KEY and TEMPORAL_NAMESPACE',
+    ],
+    [
+      'a race with another launch',
+      Object.assign(new Error('Workflow execution already started'), {
+        name: 'WorkflowExecutionAlreadyStartedError',
+      }),
+      'another `steward launch` started this eval set at the same moment: launch again to re-attach to it',
+    ],
+    ['a refusal is not an outage', grpcError(3, 'invalid argument'), undefined],
+    [
+      'a workflow not found elsewhere is not a namespace',
+      grpcError(5, 'workflow not found'),
+      undefined,
+    ],
+    ['a bug', new TypeError('x is undefined'), undefined],
+  ])('%s', (_, err, message) => {
+    const expected = expectedFailure(err);
+    expect(expected?.message).toBe(message);
+    if (expected) expect(expected.exitCode).toBe(ExitCode.environment);
+  });
+
+  test('a workflow gone mid-command is a usage error naming it', () => {
+    const gone = Object.assign(new Error('Workflow not found: steward-x'), {
+      name: 'WorkflowNotFoundError',
+    });
+    expect(expectedFailure(gone)).toMatchObject({
+      message:
+        "the eval set's workflow is gone (Workflow not found: steward-x): `steward status` lists the running ones",
+      exitCode: ExitCode.usage,
+    });
+  });
+});
+
+describe('steps that keep failing', () => {
+  test('are listed under the head, with the workflow, the step, the attempt and the error', () => {
+    const s: LiveStatus = {
+      ...(running() as LiveStatus & { kind: 'running' }),
+      stuck: [
+        {
+          workflow_id: 'steward-hello/arithmetic',
+          step: 'activity planTask',
+          attempt: 26,
+          error: '/defs/evalset.yaml: definition file not found',
+        },
+      ],
+    };
+    expect(statusText('steward-hello', s).split('\n')).toEqual([
+      'hello (steward-hello): running',
+      'failing: steward-hello/arithmetic: activity planTask, attempt 26: /defs/evalset.yaml: definition file not found',
+    ]);
+    expect(statusJson('steward-hello', s)).toMatchObject({
+      stuck: [{ workflow_id: 'steward-hello/arithmetic', step: 'activity planTask', attempt: 26 }],
+    });
   });
 });

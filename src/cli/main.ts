@@ -4,7 +4,7 @@
  * codes: an expected failure is a StewardError; anything else is a bug and says so.
  */
 import { Command, InvalidArgumentError } from 'commander';
-import { ExitCode } from '../errors';
+import { ExitCode, expectedFailure } from '../errors';
 import type { SimProviderCommandOptions } from './commands/sim-provider';
 
 function positiveInt(value: string): number {
@@ -204,6 +204,11 @@ function reportError(err: unknown): number {
   if (e.name === 'StewardError' || e.name === 'ConfigError') {
     console.error(`steward: ${e.message}`);
     return e.exitCode ?? ExitCode.usage;
+  }
+  const expected = expectedFailure(err);
+  if (expected) {
+    console.error(`steward: ${expected.message}`);
+    return expected.exitCode;
   }
   console.error('steward: internal error (a bug in Steward; please report it with this trace):');
   console.error(err);

@@ -3,7 +3,7 @@
  * the command reads the workflows and hands the result here.
  */
 import { alignColumns } from './table';
-import type { LiveStatus } from '../client/status';
+import { statusFromMemo, type LiveStatus } from '../client/status';
 import type { EvalSetStatus, RampHistoryEntry, RampState, TaskStatus } from '../workflows/types';
 import { resultJson, resultTable } from './table';
 
@@ -13,18 +13,47 @@ const HISTORY_SHOWN = 10;
 const HISTORY_FILE = 'ramp-history.jsonl';
 
 /**
- * The `--json` view of one eval set. A running one is its `status` query answer as is: `tasks[]`
- * with `name, setpoint, in_flight, completed, samples, connection_limit, ramp_state` (and more),
- * `ramp_history[]` with `time, task, from, to, reason`.
+ * The `--json` view of one eval set. A running one is its `status` query answer (or, with no
+ * worker answering, the status its memo recorded), with `tasks[]` of `name, setpoint, in_flight,
+ * completed, samples, connection_limit, ramp_state` (and more), `ramp_history[]` of `time, task,
+ * from, to, reason`; plus where the numbers came from: `workers` (`answering` or `not answering`),
+ * `recorded_at` when the memo is shown, each task's `source` (`from`, `at`, `completed_from`,
+ * `log_dir_records`), and `log_dir_check` when the log dir's records were counted.
  */
 export function statusJson(workflowId: string, s: LiveStatus): unknown {
   switch (s.kind) {
-    case 'running':
-      return { workflow_id: workflowId, ...s.status };
+    case 'running': {
+      const { tasks, ...rest } = s.status;
+      return {
+        workflow_id: workflowId,
+        ...rest,
+        ...(s.workers === undefined
+          ? {}
+          : s.workers.answering
+            ? { workers: 'answering' }
+            : {
+                workers: 'not answering',
+                workers_reason: s.workers.reason,
+                workers_hint: startWorkersHint(s.status),
+              }),
+        ...(s.recorded_at === undefined ? {} : { recorded_at: s.recorded_at }),
+        ...(s.log_dir === undefined ? {} : { log_dir_check: s.log_dir }),
+        ...(s.stuck === undefined ? {} : { stuck: s.stuck }),
+        tasks: tasks.map((t) => {
+          const source = s.sources?.[t.name];
+          return source === undefined ? t : { ...t, source };
+        }),
+      };
+    }
     case 'completed':
       return { workflow_id: workflowId, state: 'done', ...(resultJson(s.result) as object) };
     case 'failed':
-      return { workflow_id: workflowId, state: s.status.toLowerCase(), error: s.message };
+      return {
+        workflow_id: workflowId,
+        state: s.status.toLowerCase(),
+        error: s.message,
+        ...(s.last ? { last_recorded: s.last } : {}),
+      };
     case 'missing':
       return { workflow_id: workflowId, state: 'missing' };
   }
@@ -34,14 +63,28 @@ export function statusJson(workflowId: string, s: LiveStatus): unknown {
 export function statusText(workflowId: string, s: LiveStatus): string {
   switch (s.kind) {
     case 'running':
-      return runningText(workflowId, s.status);
+      return runningText(workflowId, s);
     case 'completed':
       return `${s.result.eval_set} (${workflowId}): ${s.result.status}\n${resultTable(s.result)}`;
-    case 'failed':
-      return `${workflowId}: ${s.status.toLowerCase()}: ${s.message}`;
+    case 'failed': {
+      const head = `${workflowId}: ${s.status.toLowerCase()}: ${s.message}`;
+      if (!s.last) return head;
+      const last = statusFromMemo(s.last);
+      return [head, `last recorded at ${shortTime(s.last.recorded_at)}:`, ...taskTable(last)].join(
+        '\n',
+      );
+    }
     case 'missing':
       return `${workflowId}: not found`;
   }
+}
+
+/** How to bring back the workers of an eval set that has none answering. */
+export function startWorkersHint(status: EvalSetStatus): string {
+  const launch = status.definition
+    ? `\`steward launch ${status.definition}\``
+    : '`steward launch <definition>`';
+  return `start its workers with \`steward workers ${status.eval_set}\`, or run ${launch} again`;
 }
 
 const TASK_COLUMNS = [
@@ -64,23 +107,62 @@ function table(rows: string[][], rightAligned: boolean[]): string[] {
   return alignColumns(rows, rightAligned).map((line) => `  ${line}`);
 }
 
-function runningText(workflowId: string, status: EvalSetStatus): string {
+function runningText(workflowId: string, s: LiveStatus & { kind: 'running' }): string {
+  const status = s.status;
   const lines = [`${status.eval_set} (${workflowId}): ${status.state}`];
-  if (status.tasks.length > 0) {
-    const rows = status.tasks.map((t) => taskRow(t, status));
+  if (s.workers && !s.workers.answering) {
+    lines[0] += `; no workers answer (${s.workers.reason})`;
     lines.push(
-      ...table(
-        [TASK_COLUMNS, ...rows],
-        TASK_COLUMNS.map((c) => !TEXT_COLUMNS.has(c)),
-      ),
+      s.recorded_at === undefined
+        ? 'Temporal has no recorded state of it yet (it has not planned, or it predates recording)'
+        : `showing the state it last recorded, at ${shortTime(s.recorded_at)}`,
     );
   }
+  for (const step of s.stuck ?? [])
+    lines.push(
+      `failing: ${step.workflow_id}: ${step.step}, attempt ${step.attempt}: ${step.error}`,
+    );
+  lines.push(...sourceNotes(s));
+  lines.push(...taskTable(status));
   const history = status.ramp_history.slice(-HISTORY_SHOWN);
   if (history.length > 0) {
     lines.push(`ramp history${historyNote(history.length, status)}:`);
     lines.push(...table(history.map(historyRow), [false, false, false, false]));
   }
+  if (s.workers && !s.workers.answering) lines.push(startWorkersHint(status));
   return lines.join('\n');
+}
+
+/** Where the numbers that are not live came from, when the log dir was asked. */
+function sourceNotes(s: LiveStatus & { kind: 'running' }): string[] {
+  const check = s.log_dir;
+  if (!check) return [];
+  if (check.state === 'gone')
+    return [`the log dir ${check.path} is gone: done counts are Temporal's`];
+  if (check.state === 'unreadable')
+    return [`cannot read the log dir ${check.path} (${check.reason}): done counts are Temporal's`];
+  const fromRecords = Object.entries(s.sources ?? {})
+    .filter(([, source]) => source.completed_from === 'log_dir')
+    .map(([name]) => name);
+  if (fromRecords.length === 0) return [];
+  return [
+    `done counted from the records in ${check.path} at ${shortTime(check.at)} ` +
+      `(ahead of Temporal's numbers) for ${fromRecords.join(', ')}`,
+  ];
+}
+
+function taskTable(status: EvalSetStatus): string[] {
+  if (status.tasks.length === 0) return [];
+  const rows = status.tasks.map((t) => taskRow(t, status));
+  return table(
+    [TASK_COLUMNS, ...rows],
+    TASK_COLUMNS.map((c) => !TEXT_COLUMNS.has(c)),
+  );
+}
+
+/** An ISO time to the second. */
+function shortTime(iso: string): string {
+  return iso.replace(/\.\d+Z$/, 'Z');
 }
 
 /** Where the rest of a shortened history is. */
@@ -129,7 +211,7 @@ function rampText(t: TaskStatus, status: EvalSetStatus): string {
 function historyRow(e: RampHistoryEntry): string[] {
   const moved = e.from === null && e.to === null ? '' : ` ${e.from ?? '-'} → ${e.to ?? '-'}`;
   return [
-    e.time.replace(/\.\d+Z$/, 'Z'),
+    shortTime(e.time),
     e.task === '*' ? 'all tasks' : e.task,
     `${e.kind}${moved}`,
     [e.reason, e.by && `(${e.by})`].filter(Boolean).join(' '),

@@ -26,6 +26,7 @@ import type { z } from 'zod';
 import type { ControlActivities } from '../activities/control';
 import { evalTask } from './eval-task';
 import { badInput } from './failures';
+import { recordStatus } from './status-memo';
 import {
   evalSetCarrySchema,
   evalSetStartSchema,
@@ -336,6 +337,8 @@ export async function evalSet(raw: EvalSetInput): Promise<EvalSetResult> {
 
   // The tend loop: a durable timer.
   while (!finished() && !failure) {
+    // After planning, then after each tend: `steward status` reads it without workers.
+    recordStatus(planned, tended);
     // Workers time their reports to arrive just before it (see workers/report.ts).
     nextTendAt = Date.now() + settings.tendIntervalMs;
     await Promise.race([
@@ -394,6 +397,7 @@ export async function evalSet(raw: EvalSetInput): Promise<EvalSetResult> {
     tasks,
   };
   await writeEvalSetSummary(result);
+  recordStatus(planned, tended);
   return result;
 }
 

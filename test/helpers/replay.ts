@@ -13,16 +13,22 @@ import { WORKFLOW_BUNDLE_PATH } from '../../src/workers/bundle';
 
 /**
  * Replays every run of each workflow id (continued-as-new runs included) and returns how many
- * runs replayed; throws with the first run that did not.
+ * runs replayed; throws with the first run that did not. `bundlePath` (default: this build's)
+ * replays them against other workflow code, e.g. a changed copy (see README, "Changing workflow
+ * code").
  */
-export async function replayAllRuns(client: Client, workflowIds: string[]): Promise<number> {
+export async function replayAllRuns(
+  client: Client,
+  workflowIds: string[],
+  { bundlePath = WORKFLOW_BUNDLE_PATH }: { bundlePath?: string } = {},
+): Promise<number> {
   let replayed = 0;
   for (const workflowId of workflowIds) {
     for await (const run of client.workflow.list({ query: `WorkflowId = '${workflowId}'` })) {
       const history = await client.workflow.getHandle(workflowId, run.runId).fetchHistory();
       try {
         await Worker.runReplayHistory(
-          { workflowBundle: { codePath: WORKFLOW_BUNDLE_PATH } },
+          { workflowBundle: { codePath: bundlePath } },
           history,
           // The replayed workflow sees this as its own id, and derives its children's from it.
           workflowId,

@@ -4,7 +4,7 @@
  */
 import * as path from 'node:path';
 import { spawn } from 'node:child_process';
-import { openSync } from 'node:fs';
+import { mkdirSync, openSync } from 'node:fs';
 import { WorkflowIdReusePolicy, type Client, type WorkflowHandle } from '@temporalio/client';
 import { loadStewardYaml } from '../../config/load';
 import { parseKnobText, resolveSettings } from '../../config/settings';
@@ -299,7 +299,10 @@ async function countCompleted(
 
 /** Runs the fleet for this eval set in a background process that outlives this command. */
 function detachWorkers(name: string): void {
-  const log = openSync(path.join(stewardHome(process.env), `workers-${name}.log`), 'a');
+  // With TEMPORAL_ADDRESS set nothing else has made STEWARD_HOME yet.
+  const home = stewardHome(process.env);
+  mkdirSync(home, { recursive: true });
+  const log = openSync(path.join(home, `workers-${name}.log`), 'a');
   const child = spawn(
     process.execPath,
     [path.join(PACKAGE_ROOT, 'bin', 'steward.js'), 'workers', name, '--until-done'],
