@@ -4,7 +4,6 @@
  */
 import * as path from 'node:path';
 import { ApplicationFailure } from '@temporalio/common';
-import { loadStewardYaml } from '../config/load';
 import { resolveSettings } from '../config/settings';
 import { sampleCount } from '../definition/samples';
 import { ErrorType, formatIssue } from '../errors';
@@ -34,10 +33,10 @@ export function createControlActivities(deps: ActivityDeps) {
         .catch((err: unknown) => {
           throw toFailure(err, ErrorType.config);
         });
+      // The launch resolved flags, environment and `_steward.yaml` in its own process; this one's
+      // (any process of any fleet) must not count.
       const { settings: resolved, errors } = resolveSettings({
-        flags: input.settings ?? {},
-        env: deps.env,
-        stewardYaml: await loadStewardYaml(process.cwd()),
+        input: input.settings,
         definition: definition.settings,
       });
       if (errors.length > 0) {

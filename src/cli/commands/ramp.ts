@@ -7,7 +7,7 @@
  */
 import * as os from 'node:os';
 import { WorkflowNotFoundError, type WorkflowHandle } from '@temporalio/client';
-import { parseKnobText } from '../../config/settings';
+import { parseKnobText } from '../../config/knobs';
 import { ExitCode, StewardError } from '../../errors';
 import { connectClient, resolveTemporal } from '../../temporal/connection';
 import { withTimeout } from '../../util/timeout';
