@@ -3,11 +3,12 @@
  * `steward status` does not pay for what `steward launch` needs. One place maps errors to exit
  * codes: an expected failure is a StewardError; anything else is a bug and says so.
  */
-import { Command, InvalidArgumentError } from 'commander';
+import { Command, InvalidArgumentError, Option } from 'commander';
 import { KNOBS, knobFlag, knobMetaOf, parseKnobText } from '../config/knobs';
 import { ExitCode } from '../errors';
 import type { LaunchOptions } from './commands/launch';
 import type { SimProviderCommandOptions } from './commands/sim-provider';
+import type { WorkersOptions } from './commands/workers';
 
 function positiveInt(value: string): number {
   const n = Number(value);
@@ -150,7 +151,9 @@ program
   .description('run the worker fleet alone (e.g. on another machine) until stopped')
   .argument('[name]', 'serve only this eval set (default: every running eval set)')
   .option('--until-done', 'exit when the named eval set has finished')
-  .action(async (name: string | undefined, opts: { untilDone?: boolean }) => {
+  // `steward launch --detach` starts the fleet so that it outlives the launch.
+  .addOption(new Option('--detached').hideHelp())
+  .action(async (name: string | undefined, opts: WorkersOptions) => {
     const { workersCommand } = await import('./commands/workers.js');
     process.exitCode = await workersCommand(name, opts);
   });

@@ -17,6 +17,7 @@ import { checkLogDir, openLogStore, sampleKey } from '../../logs/store';
 import { checkModelEnvironment } from '../../models';
 import { connectClient, resolveTemporal, type TemporalTarget } from '../../temporal/connection';
 import { stewardHome } from '../../util/home';
+import { watchLineage } from '../../util/lineage';
 import { PACKAGE_ROOT } from '../../workers/bundle';
 import { runSupervisor } from '../../workers/supervisor';
 import Dockerode from 'dockerode';
@@ -45,6 +46,8 @@ export interface LaunchOptions extends KnobFlags {
 }
 
 const PROGRESS_MS = 1_000;
+/** How long a stopped launch has to stop its fleet before it exits anyway. */
+const STOP_DEADLINE_MS = 15_000;
 
 export async function launchCommand(file: string, opts: LaunchOptions): Promise<number> {
   const say = (line: string): void => void process.stderr.write(`${line}\n`);
@@ -132,10 +135,14 @@ async function watch(
   opts: LaunchOptions & { rampFromFile: boolean },
 ): Promise<number> {
   const stop = new AbortController();
+  let unwatchLineage = (): void => undefined;
   const interrupted = new Promise<'interrupted'>((resolve) => {
     const onSignal = (): void => resolve('interrupted');
     process.once('SIGINT', onSignal);
     process.once('SIGTERM', onSignal);
+    // The process this launch was started under died (SIGKILL included): the fleet it runs
+    // must not outlive it unseen.
+    unwatchLineage = watchLineage(onSignal);
   });
   const supervisor = runSupervisor({
     client,
@@ -168,6 +175,8 @@ async function watch(
       supervisor.then(() => 'stopped' as const),
     ]);
     if (outcome === 'interrupted' || outcome === 'stopped') {
+      // Stopping the fleet waits for its workers; it must not keep a stopped launch alive.
+      setTimeout(() => process.exit(130), STOP_DEADLINE_MS).unref();
       process.stderr.write(
         '\nstopped; the eval set keeps everything completed so far: run `steward launch` again to resume\n',
       );
@@ -214,6 +223,7 @@ async function watch(
     const code = cause.type === ErrorType.logWrite ? ExitCode.environment : ExitCode.usage;
     throw new StewardError(`eval set failed: ${cause.message}`, code);
   } finally {
+    unwatchLineage();
     unwatch();
     clearInterval(ticker);
     stop.abort();
@@ -286,7 +296,7 @@ function detachWorkers(name: string): void {
   const log = openSync(path.join(stewardHome(process.env), `workers-${name}.log`), 'a');
   const child = spawn(
     process.execPath,
-    [path.join(PACKAGE_ROOT, 'bin', 'steward.js'), 'workers', name, '--until-done'],
+    [path.join(PACKAGE_ROOT, 'bin', 'steward.js'), 'workers', name, '--until-done', '--detached'],
     {
       detached: true,
       stdio: ['ignore', log, log],
