@@ -7,6 +7,7 @@
 import { readFileSync } from 'node:fs';
 import * as path from 'node:path';
 import {
+  checkSamplesRamp,
   KNOBS,
   knobEnvVar,
   knobFlag,
@@ -132,5 +133,23 @@ describe('samplesSettingForRange: the one rule for what a samples_ramp means', (
       samplesSettingForRange([80, 120]),
     );
     expect(withDefaults({}).samples).toEqual(samplesSettingForRange([50, 200]));
+  });
+});
+
+describe('checkSamplesRamp: a range from outside, checked without throwing', () => {
+  test.each([
+    [[40, 300], { value: [40, 300] }],
+    [[7, 7], { value: [7, 7] }],
+    [false, { value: false }],
+    [[5, 2], { error: 'lo must not exceed hi' }],
+    ['bogus', { error: 'expected [lo, hi] of whole numbers of at least 1, or false' }],
+    [[0, 5], { error: 'expected [lo, hi] of whole numbers of at least 1, or false' }],
+    [[1.5, 5], { error: 'expected [lo, hi] of whole numbers of at least 1, or false' }],
+    [[1, 2, 3], { error: 'expected [lo, hi] of whole numbers of at least 1, or false' }],
+    [true, { error: 'expected [lo, hi] of whole numbers of at least 1, or false' }],
+    [undefined, { error: 'expected [lo, hi] of whole numbers of at least 1, or false' }],
+    [{ rnage: [2, 6] }, { error: 'expected [lo, hi] of whole numbers of at least 1, or false' }],
+  ])('%j', (value, expected) => {
+    expect(checkSamplesRamp(value)).toEqual(expected);
   });
 });

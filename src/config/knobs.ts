@@ -40,6 +40,18 @@ export const samplesRampSchema = z.union([z.literal(false), z.tuple([positiveInt
   error: 'expected [lo, hi] or false',
 });
 
+/**
+ * Checks a `samples_ramp` value from outside (a signal, an update, a workflow input): its shape
+ * and its rules, with the words Steward uses everywhere else. Never throws.
+ */
+export function checkSamplesRamp(value: unknown): KnobText<[number, number] | false> {
+  const parsed = samplesRampSchema.safeParse(value);
+  if (!parsed.success)
+    return { error: 'expected [lo, hi] of whole numbers of at least 1, or false' };
+  const problem = parsed.data === false ? undefined : rampRangeProblem(parsed.data);
+  return problem ? { error: problem } : { value: parsed.data };
+}
+
 const INTEGER = /^\d+$/;
 const DECIMAL = /^\d+(\.\d+)?$/;
 const RAMP = /^(?:\[\s*(\d+)\s*,\s*(\d+)\s*\]|(\d+)\s*,\s*(\d+))$/;
