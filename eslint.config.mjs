@@ -1,10 +1,40 @@
 // @ts-check
 import js from '@eslint/js';
 import tseslint from 'typescript-eslint';
-import { importX } from 'eslint-plugin-import-x';
+import { createNodeResolver, importX } from 'eslint-plugin-import-x';
+
+/** What lies above config and core, relative to a file directly in src/<folder>/. */
+const UPPER_LAYERS = [
+  '../models',
+  '../models/*',
+  '../eval/*',
+  '../sandbox/*',
+  '../activities',
+  '../activities/*',
+  '../workflows',
+  '../workflows/*',
+  '../workers/*',
+  '../cli/*',
+  '../client/*',
+  '../temporal/*',
+  '../docker/*',
+  '../logs/*',
+  '../sim/*',
+];
 
 export default tseslint.config(
-  { ignores: ['dist/**', 'node_modules/**', '.tools/**', '.steward/**', 'logs/**', 'coverage/**'] },
+  {
+    ignores: [
+      'dist/**',
+      'node_modules/**',
+      '.tools/**',
+      '.steward/**',
+      'logs/**',
+      'coverage/**',
+      // Code that breaks the rules on purpose, linted by test/lint.test.ts.
+      'test/fixtures/lint/**',
+    ],
+  },
   js.configs.recommended,
   ...tseslint.configs.recommended,
   {
@@ -13,6 +43,18 @@ export default tseslint.config(
       parserOptions: { projectService: true, tsconfigRootDir: import.meta.dirname },
     },
     plugins: { 'import-x': importX },
+    settings: {
+      // Without these, import-x neither resolves nor parses a .ts dependency, and
+      // import-x/no-cycle silently checks nothing (test/lint.test.ts proves that it fires).
+      'import-x/extensions': ['.ts', '.tsx', '.js', '.mjs', '.cjs'],
+      'import-x/parsers': { '@typescript-eslint/parser': ['.ts', '.tsx'] },
+      'import-x/resolver-next': [
+        createNodeResolver({
+          extensions: ['.ts', '.tsx', '.mjs', '.cjs', '.js', '.json', '.node'],
+          extensionAlias: { '.js': ['.ts', '.js'] },
+        }),
+      ],
+    },
     rules: {
       '@typescript-eslint/no-floating-promises': 'error',
       '@typescript-eslint/no-unused-vars': [
@@ -62,6 +104,63 @@ export default tseslint.config(
               group: ['../activities', '../activities/*'],
               allowTypeImports: true,
               message: 'Import activities as types only; call them through proxyActivities.',
+            },
+          ],
+        },
+      ],
+    },
+  },
+  {
+    // Layers: config and core are below everything else, so nothing they import may pull in a
+    // provider's SDK, Docker, Temporal's worker, or the code that runs samples. Types may cross.
+    files: ['src/config/**/*.ts', 'src/core/**/*.ts'],
+    rules: {
+      'no-restricted-imports': [
+        'error',
+        {
+          patterns: [
+            {
+              group: UPPER_LAYERS,
+              allowTypeImports: true,
+              message: 'config and core sit below this layer: move what both need down.',
+            },
+            {
+              group: ['openai', 'dockerode', '@temporalio/*', 'tsx', 'tsx/*'],
+              message: 'config and core sit below this layer: move what both need down.',
+            },
+          ],
+        },
+      ],
+    },
+  },
+  {
+    // Pure policy: not even a type from the layers that use it.
+    files: ['src/core/**/*.ts'],
+    rules: {
+      'no-restricted-imports': [
+        'error',
+        {
+          patterns: [
+            {
+              group: [...UPPER_LAYERS, '../definition', '../definition/*', '../config/load'],
+              message: 'core is pure policy: it must not depend on the layers that use it.',
+            },
+          ],
+        },
+      ],
+    },
+  },
+  {
+    // Workflow code imports these: zod and pure modules only, no I/O.
+    files: ['src/config/knobs.ts', 'src/config/settings.ts', 'src/config/issues.ts'],
+    rules: {
+      'no-restricted-imports': [
+        'error',
+        {
+          patterns: [
+            {
+              regex: '^(?!zod$|\\./(knobs|issues)$|\\.\\./errors$)',
+              message: 'Workflow code imports this module: zod and pure modules only.',
             },
           ],
         },

@@ -235,13 +235,6 @@ const rejected: Row[] = [
   },
   // ---- flags and environment ----
   {
-    name: '--samples-ramp 5',
-    files: { 'evalset.yaml': definition(), 'data.jsonl': ONE_SAMPLE },
-    args: ['--samples-ramp', '5'],
-    code: 2,
-    stderr: () => 'steward: --samples-ramp: expected "LO,HI", "[LO, HI]" or "false" ("5")',
-  },
-  {
     name: 'STEWARD_MAX_SAMPLES=abc',
     files: { 'evalset.yaml': definition(), 'data.jsonl': ONE_SAMPLE },
     env: { STEWARD_MAX_SAMPLES: 'abc' },
@@ -417,7 +410,13 @@ describe('input refused before the eval set starts', () => {
     expect(await filesUnder(logDir)).toEqual([]);
   });
 
-  test('a flag with a bad value is refused by the parser, with the usage', async () => {
+  // A knob's flag is read by the same parser as its STEWARD_* variable, with the same words.
+  test.each([
+    ['--max-samples <n>', 'abc', 'expected a positive integer'],
+    ['--samples-ramp <range>', '5', 'expected "LO,HI", "[LO, HI]" or "false"'],
+    ['--samples-ramp <range>', '300,40', 'lo must not exceed hi'],
+    ['--tend-interval <seconds>', '0', 'expected a positive number of seconds'],
+  ])('%s %s is refused by the parser, with the usage', async (flag, value, message) => {
     const dir = await tempDir('steward-bad-input-');
     await fs.writeFile(path.join(dir, 'evalset.yaml'), definition());
     await fs.writeFile(path.join(dir, 'data.jsonl'), ONE_SAMPLE);
@@ -425,8 +424,8 @@ describe('input refused before the eval set starts', () => {
       [
         'launch',
         path.join(dir, 'evalset.yaml'),
-        '--max-samples',
-        'abc',
+        flag.split(' ')[0],
+        value,
         '--log-dir',
         path.join(dir, 'logs'),
       ],
@@ -435,7 +434,7 @@ describe('input refused before the eval set starts', () => {
     expect(result.code).toBe(2);
     const [first, blank, usage] = result.stderr.split('\n');
     expect([first, blank, usage]).toEqual([
-      `error: option '--max-samples <n>' argument 'abc' is invalid. expected a positive whole number, got "abc"`,
+      `error: option '${flag}' argument '${value}' is invalid. ${message}`,
       '',
       'Usage: steward launch [options] <definition>',
     ]);

@@ -2,9 +2,9 @@ import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import * as path from 'node:path';
 import { loadStewardYaml } from '../src/config/load';
+import { parseKnobText } from '../src/config/knobs';
 import {
   NON_KNOB_ENV_VARS,
-  parseKnobText,
   resolveSettings,
   type ResolvedSettings,
   type SettingsSources,

@@ -6,7 +6,6 @@ import * as path from 'node:path';
 import type { Client } from '@temporalio/client';
 import { ApplicationFailure } from '@temporalio/common';
 import { innermostCause } from '../client/status';
-import { loadStewardYaml } from '../config/load';
 import { resolveSettings } from '../config/settings';
 import { sampleCount } from '../definition/samples';
 import { ErrorType, formatIssue } from '../errors';
@@ -38,10 +37,10 @@ export function createControlActivities(deps: ActivityDeps) {
         .catch((err: unknown) => {
           throw toFailure(err, ErrorType.config);
         });
+      // The launch resolved flags, environment and `_steward.yaml` in its own process; this one's
+      // (any process of any fleet) must not count.
       const { settings: resolved, errors } = resolveSettings({
-        flags: input.settings ?? {},
-        env: deps.env,
-        stewardYaml: await loadStewardYaml(process.cwd()),
+        input: input.settings,
         definition: definition.settings,
       });
       if (errors.length > 0) {

@@ -3,9 +3,12 @@
  * `steward status` does not pay for what `steward launch` needs. One place maps errors to exit
  * codes: an expected failure is a StewardError; anything else is a bug and says so.
  */
-import { Command, InvalidArgumentError } from 'commander';
+import { Command, InvalidArgumentError, Option } from 'commander';
+import { KNOBS, knobFlag, knobMetaOf, parseKnobText } from '../config/knobs';
 import { ExitCode, expectedFailure } from '../errors';
+import type { LaunchOptions } from './commands/launch';
 import type { SimProviderCommandOptions } from './commands/sim-provider';
+import type { WorkersOptions } from './commands/workers';
 
 function positiveInt(value: string): number {
   const n = Number(value);
@@ -21,6 +24,19 @@ function nonNegativeNumber(value: string): number {
   return n;
 }
 
+/** A flag for each knob, from its declaration, read by the same parser as its `STEWARD_*` variable. */
+function addKnobFlags(command: Command): Command {
+  for (const knob of KNOBS) {
+    const { placeholder, help } = knobMetaOf(knob);
+    command.option(`${knobFlag(knob)} ${placeholder}`, help, (text: string) => {
+      const parsed = parseKnobText(knob, text);
+      if ('error' in parsed) throw new InvalidArgumentError(parsed.error);
+      return parsed.value;
+    });
+  }
+  return command;
+}
+
 const program = new Command('steward')
   .description(
     'Run AI eval sets durably on Temporal at the concurrency your provider and machine sustain.',
@@ -28,23 +44,16 @@ const program = new Command('steward')
   .showHelpAfterError()
   .exitOverride();
 
-program
+const launch = program
   .command('launch')
   .description(
     'validate a definition, start (or resume) its eval set, run the worker fleet, show progress',
   )
-  .argument('<definition>', 'evalset.yaml or a TypeScript/JavaScript module exporting a definition')
-  .option('--max-tasks <n>', 'tasks run at once', positiveInt)
-  .option('--max-samples <n>', 'samples in flight per task (pins it: no ramp)', positiveInt)
-  .option('--max-workers <n>', 'worker processes to pack the task queues into', positiveInt)
-  .option(
-    '--max-connections <n>',
-    'fixed model connections per provider account (no adaptive controller)',
-    positiveInt,
-  )
-  .option('--max-sandboxes <n>', 'fleet-wide sandbox budget', positiveInt)
-  .option('--samples-ramp <range>', 'ramp range "LO,HI", or "false" for no ramp')
-  .option('--tend-interval <seconds>', 'seconds between tends', nonNegativeNumber)
+  .argument(
+    '<definition>',
+    'evalset.yaml or a TypeScript/JavaScript module exporting a definition',
+  );
+addKnobFlags(launch)
   .option(
     '--log-dir <dir>',
     "where results go (default: the definition's log_dir, else logs/<name>)",
@@ -55,7 +64,7 @@ program
     '--yes',
     "write Docker's daemon.json address-pool fix without asking, if the preflight needs it",
   )
-  .action(async (definition: string, opts: Record<string, unknown>) => {
+  .action(async (definition: string, opts: LaunchOptions) => {
     const { launchCommand } = await import('./commands/launch.js');
     process.exitCode = await launchCommand(definition, opts);
   });
@@ -142,7 +151,9 @@ program
   .description('run the worker fleet alone (e.g. on another machine) until stopped')
   .argument('[name]', 'serve only this eval set (default: every running eval set)')
   .option('--until-done', 'exit when the named eval set has finished')
-  .action(async (name: string | undefined, opts: { untilDone?: boolean }) => {
+  // `steward launch --detach` starts the fleet so that it outlives the launch.
+  .addOption(new Option('--detached').hideHelp())
+  .action(async (name: string | undefined, opts: WorkersOptions) => {
     const { workersCommand } = await import('./commands/workers.js');
     process.exitCode = await workersCommand(name, opts);
   });

@@ -9,7 +9,7 @@ import * as path from 'node:path';
 import type { WorkflowHandle } from '@temporalio/client';
 import { loadStewardYaml } from '../config/load';
 import { STEWARD_YAML } from '../config/settings';
-import { samplesRampSchema } from '../config/schema';
+import { rampRangeProblem, samplesRampSchema } from '../config/knobs';
 import { setSamplesRampSignal } from '../workflows/types';
 
 const POLL_MS = 1_000;
@@ -36,7 +36,7 @@ export function watchStewardYaml(
       if (text === last || value === undefined) return;
       last = text;
       const parsed = samplesRampSchema.safeParse(value);
-      if (!parsed.success || (parsed.data !== false && parsed.data[0] > parsed.data[1])) {
+      if (!parsed.success || (parsed.data !== false && rampRangeProblem(parsed.data))) {
         say(
           `${file}: samples_ramp: expected [lo, hi] with lo <= hi, or false (${text}); not applied`,
         );

@@ -1,7 +1,7 @@
 /**
  * The shapes Steward accepts from users, as zod schemas: an eval set definition (`evalset.yaml`
- * or a module), a dataset record, and the concurrency knobs shared by the definition and
- * `_steward.yaml`. Keys are snake_case, the seed's names; every object is strict, so a misspelt
+ * or a module) and a dataset record; the definition embeds the concurrency knobs of
+ * `knobs.ts`. Keys are snake_case, the seed's names; every object is strict, so a misspelt
  * key is refused by name instead of silently ignored.
  *
  * Schemas check shape only. Rules that relate fields (a ramp's `lo <= hi`, unique task names,
@@ -11,6 +11,7 @@
 
 import { z } from 'zod';
 import type { Scorer, Solver } from '../definition/types';
+import { knobShape } from './knobs';
 
 /** Names of eval sets and tasks end up in Temporal workflow ids and task queues. */
 const NAME_PATTERN = /^[A-Za-z0-9_.-]+$/;
@@ -44,33 +45,6 @@ function unknownBuiltin(kind: string, known: string, forms: string) {
     }
     return `expected ${forms}`;
   };
-}
-
-// ---- concurrency knobs ----------------------------------------------------------------------
-
-/** `[lo, hi]` or `false`; `lo <= hi` is a rule, checked by {@link rampRangeProblem}. */
-export const samplesRampSchema = z.union([z.literal(false), z.tuple([positiveInt, positiveInt])], {
-  error: 'expected [lo, hi] or false',
-});
-
-/** The concurrency knobs (SPEC §2), each optional: unset means Steward's default. */
-export const knobShape = {
-  max_tasks: positiveInt.optional(),
-  max_samples: positiveInt.optional(),
-  max_sandboxes: positiveInt.optional(),
-  max_connections: positiveInt.optional(),
-  samples_ramp: samplesRampSchema.optional(),
-  max_workers: positiveInt.optional(),
-  /** Seconds. */
-  tend_interval: z.number().positive().optional(),
-};
-
-/** `_steward.yaml`: the knobs and nothing else. */
-export const stewardYamlSchema = z.strictObject(knobShape);
-
-/** Why a ramp range cannot be used, or `undefined` when it can. */
-export function rampRangeProblem(range: readonly [number, number]): string | undefined {
-  return range[0] > range[1] ? 'lo must not exceed hi' : undefined;
 }
 
 // ---- samples ------------------------------------------------------------------------------

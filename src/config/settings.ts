@@ -1,40 +1,31 @@
 /**
- * Concurrency settings: where each knob comes from and what it resolves to (SPEC §2). Pure: the
- * caller reads the environment and `_steward.yaml` and passes them in.
+ * Concurrency settings: where each knob comes from and what it resolves to (SPEC §2).
  *
  * Precedence, per knob: CLI flag > `STEWARD_*` environment variable > `_steward.yaml` >
- * definition > default.
+ * definition > default. `steward launch` applies the first three (they are its process's) and
+ * carries the knobs it chose in the workflow input; planning then applies input > definition >
+ * default, wherever it runs, and never reads a process's environment or files again.
+ *
+ * Pure, and light enough for workflow code: it imports zod and pure modules only (a lint rule
+ * keeps it so). The caller reads the environment and `_steward.yaml` and passes them in.
  */
 
 import type { ConfigIssue } from '../errors';
-import type { ConcurrencySettings } from '../definition/types';
-import { knobShape, rampRangeProblem, stewardYamlSchema } from './schema';
-import { issuesFromZod } from './validate';
-
-/** The knobs, by their seed names. */
-export const KNOBS = [
-  'max_tasks',
-  'max_samples',
-  'max_sandboxes',
-  'max_connections',
-  'samples_ramp',
-  'max_workers',
-  'tend_interval',
-] as const satisfies ReadonlyArray<keyof ConcurrencySettings>;
-export type Knob = (typeof KNOBS)[number];
+import { issuesFromZod } from './issues';
+import {
+  KNOBS,
+  knobEnvVar,
+  knobFlag,
+  knobShape,
+  knobsSchema,
+  parseKnobText,
+  rampRangeProblem,
+  type ConcurrencySettings,
+  type Knob,
+} from './knobs';
 
 /** The settings file read from the directory Steward is launched in. */
 export const STEWARD_YAML = '_steward.yaml';
-
-/** `max_samples` -> `STEWARD_MAX_SAMPLES`. */
-export function knobEnvVar(knob: Knob): string {
-  return `STEWARD_${knob.toUpperCase()}`;
-}
-
-/** `max_samples` -> `--max-samples`. */
-export function knobFlag(knob: Knob): string {
-  return `--${knob.replaceAll('_', '-')}`;
-}
 
 /**
  * `STEWARD_*` variables that are not knobs but that Steward itself reads. Any other `STEWARD_*`
@@ -92,7 +83,7 @@ export interface ResolvedSettings {
 
 /** Where settings come from, highest precedence first. */
 export interface SettingsSources {
-  /** From the command line (or the workflow input), already typed. */
+  /** From the command line, already typed (see `settingsFromFlags`). */
   flags?: ConcurrencySettings;
   /** The process environment; only `STEWARD_*` variables are looked at. */
   env?: Record<string, string | undefined>;
@@ -100,8 +91,24 @@ export interface SettingsSources {
   stewardYaml?: unknown;
   /** Names `_steward.yaml` in messages. @default "_steward.yaml" */
   stewardYamlFile?: string;
+  /**
+   * The `settings` of a workflow input, as received: what the launch chose from its flags,
+   * environment, `_steward.yaml` and definition. Planning uses it in place of all three.
+   */
+  input?: unknown;
   /** The definition's knobs, already validated. */
   definition?: ConcurrencySettings;
+}
+
+/** The layer a knob's value came from. */
+export type SettingsOrigin = 'flag' | 'env' | 'file' | 'input' | 'definition';
+
+export interface ChosenSettings {
+  /** Each knob some source set, from the highest one; defaults are not filled in. */
+  settings: ConcurrencySettings;
+  origins: Partial<Record<Knob, SettingsOrigin>>;
+  errors: ConfigIssue[];
+  warnings: ConfigIssue[];
 }
 
 export interface SettingsResult {
@@ -111,50 +118,67 @@ export interface SettingsResult {
   warnings: ConfigIssue[];
 }
 
-type Origin = 'flag' | 'env' | 'file' | 'definition';
-
-/** Resolves the knobs from every source, reporting every invalid value and unknown name. */
-export function resolveSettings(sources: SettingsSources): SettingsResult {
+/**
+ * Applies precedence: for each knob, the value of the highest source that sets it, reporting
+ * every invalid value and unknown name. This is what a launch carries to its workflow.
+ */
+export function chooseSettings(sources: SettingsSources): ChosenSettings {
   const yamlFile = sources.stewardYamlFile ?? STEWARD_YAML;
   const flags = checkSettings(sources.flags ?? {}, (path) => ({ path: flagPath(path) }));
   const env = settingsFromEnv(sources.env ?? {});
   const file = checkSettings(sources.stewardYaml ?? {}, (path) => ({ file: yamlFile, path }));
-  const layers: Array<[Origin, ConcurrencySettings]> = [
+  const input = checkSettings(sources.input ?? {}, (path) => ({
+    path: ['settings', path].filter((part) => part).join('.'),
+  }));
+  const layers: Array<[SettingsOrigin, ConcurrencySettings]> = [
     ['flag', flags.settings],
     ['env', env.settings],
     ['file', file.settings],
+    ['input', input.settings],
     ['definition', sources.definition ?? {}],
   ];
 
-  const chosen: ConcurrencySettings = {};
-  const origins: Partial<Record<Knob, Origin>> = {};
+  const chosen: Record<string, unknown> = {};
+  const origins: Partial<Record<Knob, SettingsOrigin>> = {};
   for (const knob of KNOBS) {
     const layer = layers.find(([, settings]) => settings[knob] !== undefined);
     if (layer) {
-      Object.assign(chosen, { [knob]: layer[1][knob] });
+      chosen[knob] = layer[1][knob];
       origins[knob] = layer[0];
     }
   }
+  const settings = chosen as ConcurrencySettings;
 
   const warnings: ConfigIssue[] = [];
-  if (chosen.max_samples !== undefined && chosen.samples_ramp !== undefined) {
-    const name = (knob: Knob) => describeOrigin(knob, origins[knob] as Origin, yamlFile);
+  if (settings.max_samples !== undefined && settings.samples_ramp !== undefined) {
+    const name = (knob: Knob) => describeOrigin(knob, origins[knob] as SettingsOrigin, yamlFile);
     warnings.push({
       path: 'samples_ramp',
-      message: `${name('samples_ramp')} has no effect: ${name('max_samples')} pins samples at ${chosen.max_samples}`,
+      message: `${name('samples_ramp')} has no effect: ${name('max_samples')} pins samples at ${settings.max_samples}`,
     });
   }
   return {
-    settings: applyDefaults(chosen),
-    errors: [...flags.errors, ...env.errors, ...file.errors],
+    settings,
+    origins,
+    errors: [...flags.errors, ...env.errors, ...file.errors, ...input.errors],
     warnings,
   };
 }
 
-function applyDefaults(s: ConcurrencySettings): ResolvedSettings {
+/** {@link chooseSettings}, then Steward's defaults for what no source set. */
+export function resolveSettings(sources: SettingsSources): SettingsResult {
+  const { settings, errors, warnings } = chooseSettings(sources);
+  return { settings: withDefaults(settings), errors, warnings };
+}
+
+/** The knobs as Steward runs them: each one set, else its default. */
+export function withDefaults(s: ConcurrencySettings): ResolvedSettings {
   return {
     maxTasks: s.max_tasks ?? null,
-    samples: samplesSetting(s),
+    samples:
+      s.max_samples === undefined
+        ? samplesSettingForRange(s.samples_ramp ?? SETTINGS_DEFAULTS.samplesRamp)
+        : { type: 'pinned', value: s.max_samples },
     maxSandboxes: s.max_sandboxes ?? null,
     connections:
       s.max_connections === undefined
@@ -166,15 +190,21 @@ function applyDefaults(s: ConcurrencySettings): ResolvedSettings {
   };
 }
 
-function samplesSetting(s: ConcurrencySettings): SamplesSetting {
-  if (s.max_samples !== undefined) return { type: 'pinned', value: s.max_samples };
-  if (s.samples_ramp === false) return { type: 'fixed', value: SETTINGS_DEFAULTS.samples };
-  const [lo, hi] = s.samples_ramp ?? SETTINGS_DEFAULTS.samplesRamp;
+/**
+ * The sample setting a `samples_ramp` value means, when `max_samples` does not pin samples: a
+ * ramp over `[lo, hi]` starting at the default setpoint clamped into it, or (`false`) a fixed
+ * setpoint. The one place the ramp's range rules live: launch, planning and a range changed on
+ * a live run (`setSamplesRamp`) all go through it. The range must be usable: see
+ * {@link rampRangeProblem}.
+ */
+export function samplesSettingForRange(range: readonly [number, number] | false): SamplesSetting {
+  if (range === false) return { type: 'fixed', value: SETTINGS_DEFAULTS.samples };
+  const [lo, hi] = range;
   const start = Math.min(Math.max(SETTINGS_DEFAULTS.samples, lo), hi);
   return { type: 'ramp', lo, hi, step: SETTINGS_DEFAULTS.rampStep, start };
 }
 
-function describeOrigin(knob: Knob, origin: Origin, yamlFile: string): string {
+function describeOrigin(knob: Knob, origin: SettingsOrigin, yamlFile: string): string {
   switch (origin) {
     case 'flag':
       return knobFlag(knob);
@@ -182,6 +212,8 @@ function describeOrigin(knob: Knob, origin: Origin, yamlFile: string): string {
       return knobEnvVar(knob);
     case 'file':
       return `${knob} in ${yamlFile}`;
+    case 'input':
+      return `settings.${knob} of the workflow input`;
     case 'definition':
       return `${knob} in the definition`;
   }
@@ -201,7 +233,7 @@ function checkSettings(
 ): { settings: ConcurrencySettings; errors: ConfigIssue[] } {
   // An empty `_steward.yaml` parses as null: no settings.
   if (raw === null) return { settings: {}, errors: [] };
-  const parsed = stewardYamlSchema.safeParse(raw, { reportInput: true });
+  const parsed = knobsSchema.safeParse(raw, { reportInput: true });
   const errors = parsed.success
     ? []
     : issuesFromZod(parsed.error).map((issue) => ({ ...issue, ...locate(issue.path) }));
@@ -250,40 +282,4 @@ function settingsFromEnv(env: Record<string, string | undefined>): {
     else Object.assign(settings, { [knob]: parsed.value });
   }
   return { settings, errors };
-}
-
-const INTEGER = /^\d+$/;
-const DECIMAL = /^\d+(\.\d+)?$/;
-const RAMP = /^(?:\[\s*(\d+)\s*,\s*(\d+)\s*\]|(\d+)\s*,\s*(\d+))$/;
-
-/**
- * Parses a knob's value as text (an environment variable or a command-line flag), strictly:
- * `12abc`, `1e3` or `0` are refused, not read as something else.
- *
- * `samples_ramp` takes `40,300`, `[40, 300]` or `false`.
- */
-export function parseKnobText<K extends Knob>(
-  knob: K,
-  text: string,
-): { value: NonNullable<ConcurrencySettings[K]> } | { error: string } {
-  const trimmed = text.trim();
-  const ok = (value: unknown) => ({ value: value as NonNullable<ConcurrencySettings[K]> });
-  if (knob === 'samples_ramp') {
-    if (trimmed === 'false') return ok(false);
-    const match = RAMP.exec(trimmed);
-    if (!match) return { error: 'expected "LO,HI", "[LO, HI]" or "false"' };
-    const range: [number, number] = [Number(match[1] ?? match[3]), Number(match[2] ?? match[4])];
-    if (range[0] < 1) return { error: 'lo must be at least 1' };
-    return rampRangeProblem(range) ? { error: rampRangeProblem(range) as string } : ok(range);
-  }
-  if (knob === 'tend_interval') {
-    const seconds = Number(trimmed);
-    return DECIMAL.test(trimmed) && seconds > 0
-      ? ok(seconds)
-      : { error: 'expected a positive number of seconds' };
-  }
-  const n = Number(trimmed);
-  return INTEGER.test(trimmed) && n >= 1 && Number.isSafeInteger(n)
-    ? ok(n)
-    : { error: 'expected a positive integer' };
 }

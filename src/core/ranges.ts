@@ -2,7 +2,8 @@
  * Sets of sample indices as sorted, disjoint half-open ranges `[start, end)`, so that "samples
  * 0..4,999 minus the 37 already done" fits in a few bytes of workflow history.
  */
-import type { IndexRanges } from '../workflows/types';
+/** Half-open ranges `[start, end)` of sample indices (index = (epoch - 1) × dataset size + row). */
+export type IndexRanges = [number, number][];
 
 /** Ranges covering `[0, total)` minus the indices in `exclude`. */
 export function rangesExcept(total: number, exclude: Iterable<number>): IndexRanges {

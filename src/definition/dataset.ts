@@ -14,7 +14,7 @@ import {
   type DatasetFormat,
   type SampleRecord,
 } from '../config/schema';
-import { issuesFromZod } from '../config/validate';
+import { issuesFromZod } from '../config/issues';
 import type { Sample } from './types';
 
 /** Where a record is: a file and line, or a path inside a definition. */

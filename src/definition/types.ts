@@ -7,6 +7,7 @@
  * `sandbox_check`).
  */
 
+import type { ConcurrencySettings } from '../config/knobs';
 import type { Sandbox, SandboxSpec } from '../sandbox/types';
 
 /** A chat message, in the shape the OpenAI-compatible wire protocol uses. */
@@ -134,20 +135,8 @@ export interface TaskDefinition {
   sandbox?: SandboxSpec;
 }
 
-/**
- * Concurrency knobs as written in a definition (snake_case, the seed's names). Every field is
- * optional: unset means "Steward's default" (see SPEC §2).
- */
-export interface ConcurrencySettings {
-  max_tasks?: number;
-  max_samples?: number;
-  max_sandboxes?: number;
-  max_connections?: number;
-  samples_ramp?: [number, number] | false;
-  max_workers?: number;
-  /** Seconds. */
-  tend_interval?: number;
-}
+/** Concurrency knobs as written in a definition: declared, with their rules, in `config/knobs.ts`. */
+export type { ConcurrencySettings };
 
 export interface EvalSetDefinition {
   name: string;

@@ -9,20 +9,22 @@
 import type { z } from 'zod';
 import { ConfigError, ExitCode, StewardError } from '../errors';
 import type { Model } from '../definition/types';
-import { createMockModel, mockArgsSchema } from './mockllm';
-import { createOpenAIModel, openAIArgsSchema } from './openai';
+import {
+  mockArgsSchema,
+  openAIArgsSchema,
+  parseModelName,
+  type ParsedModelName,
+} from '../config/models';
+import { createMockModel } from './mockllm';
+import { createOpenAIModel } from './openai';
 
-export const MODEL_PROVIDERS = ['mockllm', 'openai', 'openai-api', 'anthropic'] as const;
-export type ModelProvider = (typeof MODEL_PROVIDERS)[number];
-
-/** A model name split into its parts. */
-export interface ParsedModelName {
-  provider: ModelProvider;
-  /** The OpenAI-compatible service, for `openai-api/<service>/<model>` only. */
-  service?: string;
-  /** The provider's own model name; may itself contain `/` (e.g. `meta-llama/Llama-3-70b`). */
-  model: string;
-}
+export {
+  MODEL_PROVIDERS,
+  modelArgsSchema,
+  parseModelName,
+  type ModelProvider,
+  type ParsedModelName,
+} from '../config/models';
 
 /** Where a model's requests go and the environment variables that say so. */
 export interface ModelCredentials {
@@ -35,42 +37,6 @@ export interface ModelCredentials {
 }
 
 const OPENAI_BASE_URL = 'https://api.openai.com/v1';
-
-/** Service names become environment variable prefixes, so they must be valid there. */
-const SERVICE_PATTERN = /^[A-Za-z0-9_-]+$/;
-
-/**
- * Splits an Inspect-style model name.
- *
- * @throws StewardError naming the bad name when the provider is unknown or a part is missing.
- */
-export function parseModelName(name: string): ParsedModelName {
-  const known = MODEL_PROVIDERS.join(', ');
-  if (!name.includes('/')) {
-    throw badName(
-      `malformed model name "${name}": expected <provider>/<model> (providers: ${known})`,
-    );
-  }
-  const [provider, ...rest] = name.split('/');
-  if (!isProvider(provider)) {
-    throw badName(`unknown model provider "${provider}" in "${name}" (known: ${known})`);
-  }
-  if (provider === 'openai-api') {
-    const [service, ...model] = rest;
-    if (!service || !SERVICE_PATTERN.test(service) || !model.join('/')) {
-      throw badName(
-        `malformed model name "${name}": expected openai-api/<service>/<model>, ` +
-          'with a service of letters, digits, "-" or "_"',
-      );
-    }
-    return { provider, service, model: model.join('/') };
-  }
-  const model = rest.join('/');
-  if (!model) {
-    throw badName(`malformed model name "${name}": expected ${provider}/<model>`);
-  }
-  return { provider, model };
-}
 
 /**
  * The base URL, API key and variable names a model uses, read from `env`. Empty variables count
@@ -170,18 +136,6 @@ export function createModel(
   }
 }
 
-/** The schema of `model_args` for the model `name`, if Steward can build that model. */
-export function modelArgsSchema(name: string): z.ZodType | undefined {
-  let provider: ModelProvider;
-  try {
-    provider = parseModelName(name).provider;
-  } catch {
-    return undefined;
-  }
-  if (provider === 'mockllm') return mockArgsSchema;
-  return provider === 'anthropic' ? undefined : openAIArgsSchema;
-}
-
 /** Validates `model_args` against a provider's schema, reporting every problem by its path. */
 function parseModelArgs<T>(schema: z.ZodType<T>, args: Record<string, unknown>): T {
   const result = schema.safeParse(args);
@@ -232,12 +186,4 @@ function fromEnv(env: NodeJS.ProcessEnv, keyVar: string, baseUrlVar: string): Mo
 
 function readVar(env: NodeJS.ProcessEnv, variable: string): string | undefined {
   return env[variable] || undefined;
-}
-
-function isProvider(value: string | undefined): value is ModelProvider {
-  return (MODEL_PROVIDERS as readonly (string | undefined)[]).includes(value);
-}
-
-function badName(message: string): StewardError {
-  return new StewardError(message, ExitCode.usage);
 }

@@ -6,41 +6,13 @@
  */
 
 import { setTimeout as sleep } from 'node:timers/promises';
-import { z } from 'zod';
+import type { MockArgs } from '../config/models';
 import type { ChatMessage, Model, ModelOutput, Sample, ToolCall } from '../definition/types';
 
 /** What Inspect's mockllm answers when no outputs are scripted. */
 export const MOCK_DEFAULT_OUTPUT = 'Default output from mockllm/model';
 
-const scriptedOutputSchema = z.union(
-  [
-    z.string(),
-    z.strictObject({
-      content: z.string().optional(),
-      tool_calls: z
-        .array(
-          z.strictObject({ name: z.string().min(1), arguments: z.record(z.string(), z.unknown()) }),
-        )
-        .optional(),
-    }),
-  ],
-  { error: 'expected a string or { content?, tool_calls?: [{ name, arguments }] }' },
-);
-
-/** `model_args` mockllm accepts. */
-export const mockArgsSchema = z.strictObject({
-  /**
-   * Replies, used in order within a sample (call N gets `outputs[N % length]`). Strings and
-   * `content` are templates: `{target}` is the first target, `{input}` the sample's input text.
-   */
-  outputs: z.array(scriptedOutputSchema).min(1).optional(),
-  /** Delay before each reply, in milliseconds. @default 0 */
-  latency_ms: z.number().nonnegative().optional(),
-  /** Spread around `latency_ms`, +/- this many milliseconds, fixed per sample and call. @default 0 */
-  jitter_ms: z.number().nonnegative().optional(),
-});
-export type MockArgs = z.infer<typeof mockArgsSchema>;
-type ScriptedOutput = z.infer<typeof scriptedOutputSchema>;
+type ScriptedOutput = NonNullable<MockArgs['outputs']>[number];
 
 /** A {@link Model} that replies from `args.outputs`, after `args.latency_ms`. */
 export function createMockModel(name: string, args: MockArgs): Model {

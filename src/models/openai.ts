@@ -14,7 +14,7 @@ import type {
   ChatCompletionMessageParam,
   ChatCompletionTool,
 } from 'openai/resources/chat/completions';
-import { z } from 'zod';
+import type { OpenAIArgs } from '../config/models';
 import type {
   ChatMessage,
   GenerateConfig,
@@ -23,18 +23,6 @@ import type {
   ToolCall,
   ToolDefinition,
 } from '../definition/types';
-
-/** `model_args` an OpenAI model accepts. */
-export const openAIArgsSchema = z.strictObject({
-  /** Per-request timeout in milliseconds. @default 600000 (10 minutes) */
-  timeout_ms: z.number().int().positive().optional(),
-  /**
-   * Retries of one call (transient errors, rate limits) before its sample fails.
-   * @default unlimited: retries stop 30 minutes after the first failure
-   */
-  max_retries: z.number().int().min(0).optional(),
-});
-export type OpenAIArgs = z.infer<typeof openAIArgsSchema>;
 
 /** Where and how to reach the endpoint. Built from the worker's environment, never logged. */
 export interface OpenAIConnection {

@@ -8,6 +8,7 @@ import { createActivities } from '../activities';
 import type { ConnectionsSetting } from '../config/settings';
 import { SETTINGS_DEFAULTS } from '../config/settings';
 import { ProviderAccounts } from '../models/accounts';
+import { watchLineage } from '../util/lineage';
 import { installRuntime, processDeps } from './runtime';
 import { reportAccounts } from './report';
 
@@ -32,7 +33,8 @@ export const WORKER_CONFIG_ENV = 'STEWARD_WORKER_CONFIG';
 
 /** Samples are bounded by the task's setpoint in the workflow, not by the worker's slots. */
 const MAX_CONCURRENT_ACTIVITIES = 4_000;
-const ORPHAN_CHECK_MS = 1_000;
+/** An orphaned worker exits by then, whether or not its workers have shut down. */
+const ORPHAN_EXIT_MS = 15_000;
 
 export async function runTaskWorker(config: WorkerProcessConfig): Promise<void> {
   installRuntime({ shutdownSignals: ['SIGINT', 'SIGTERM'] });
@@ -66,13 +68,14 @@ export async function runTaskWorker(config: WorkerProcessConfig): Promise<void> 
       }),
     ),
   );
-  // A worker outlives a supervisor killed with SIGKILL: it notices it was orphaned and stops, so
-  // a relaunch's fleet is the only one serving these queues.
-  const parent = process.ppid;
-  const orphanCheck = setInterval(() => {
-    if (process.ppid === parent) return;
+  // A worker would outlive a supervisor killed with SIGKILL: it notices it was orphaned and
+  // stops, so a relaunch's fleet is the only one serving these queues. Its parent is always a
+  // supervisor, which watches its own lineage.
+  const unwatch = watchLineage(() => {
     for (const worker of workers) if (worker.getState() === 'RUNNING') worker.shutdown();
-  }, ORPHAN_CHECK_MS);
+    // Shutting down waits for running samples' grace time; it must not wait forever.
+    setTimeout(() => process.exit(1), ORPHAN_EXIT_MS).unref();
+  }, 'parent');
   const stopReporting = new AbortController();
   const reporting = config.reporting
     ? reportAccounts({ client, accounts, ...config.reporting, signal: stopReporting.signal })
@@ -80,7 +83,7 @@ export async function runTaskWorker(config: WorkerProcessConfig): Promise<void> 
   try {
     await Promise.all(workers.map((w) => w.run()));
   } finally {
-    clearInterval(orphanCheck);
+    unwatch();
     stopReporting.abort();
     await reporting;
     await client.connection.close();

@@ -7,7 +7,7 @@
  * TypeScript types of src/workflows/types.ts are the parsed shapes.
  */
 import { z } from 'zod';
-import { stewardYamlSchema, rampRangeProblem } from '../config/schema';
+import { knobsSchema as knobs, rampRangeProblem } from '../config/knobs';
 import { formatIssue } from '../errors';
 
 /** Task and eval-set names: they end up in workflow ids and task queues. */
@@ -68,14 +68,14 @@ export const sampleDoneSchema = z.strictObject({
 });
 
 /** The knobs a start input may carry: the same names and rules as `_steward.yaml`. */
-const knobsSchema = stewardYamlSchema.superRefine((knobs, ctx) => {
-  const problem = knobs.samples_ramp ? rampRangeProblem(knobs.samples_ramp) : undefined;
+const knobsSchema = knobs.superRefine((value, ctx) => {
+  const problem = value.samples_ramp ? rampRangeProblem(value.samples_ramp) : undefined;
   if (problem) {
     ctx.addIssue({
       code: 'custom',
       path: ['samples_ramp'],
       message: problem,
-      input: knobs.samples_ramp,
+      input: value.samples_ramp,
     });
   }
 });

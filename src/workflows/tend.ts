@@ -3,6 +3,7 @@
  * has seen so far; plus the holds, the range, and the history. Deterministic (workflow code): the
  * decisions themselves are the pure `decideTend` of src/core/ramp.
  */
+import { samplesSettingForRange } from '../config/settings';
 import {
   decideTend,
   initialSetpoints,
@@ -208,19 +209,7 @@ export class Tender {
         break;
       case 'range': {
         const { range } = command.args;
-        this.state.settings = {
-          ...this.state.settings,
-          samples:
-            range === false
-              ? { type: 'fixed', value: 50 }
-              : {
-                  type: 'ramp',
-                  lo: range[0],
-                  hi: range[1],
-                  step: 20,
-                  start: clamp(50, range[0], range[1]),
-                },
-        };
+        this.state.settings = { ...this.state.settings, samples: samplesSettingForRange(range) };
         reason = `samples_ramp set to ${range === false ? 'off' : `[${range[0]}, ${range[1]}]`}`;
         break;
       }
@@ -301,8 +290,4 @@ function emptyWindow(): WorkerWindow {
     queuedShare: 0,
     pushbackLevel: null,
   };
-}
-
-function clamp(value: number, lo: number, hi: number): number {
-  return Math.min(hi, Math.max(lo, value));
 }

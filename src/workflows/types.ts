@@ -7,6 +7,7 @@
 import { defineQuery, defineSignal, defineUpdate } from '@temporalio/workflow';
 import type { ResolvedSettings } from '../config/settings';
 import type { Holds, RampSettings, TaskRampState } from '../core/ramp';
+import type { IndexRanges } from '../core/ranges';
 import type { ConcurrencySettings } from '../definition/types';
 
 /** Input of the `evalSet` workflow (task queue `steward`, id `steward-<name>`). */
@@ -15,7 +16,10 @@ export interface EvalSetInput {
   definition: string;
   /** Log directory; default: the definition's `log_dir`, else `logs/<name>` beside the definition. */
   log_dir?: string;
-  /** Settings given at launch (CLI flags); they win over env, `_steward.yaml` and the definition. */
+  /**
+   * The knobs the launch chose (flag > `STEWARD_*` > `_steward.yaml` > definition), defaults left
+   * out; they win over the definition. Planning never reads a process's environment or files.
+   */
   settings?: ConcurrencySettings;
   /** Present when this run continues an earlier one (continue-as-new); never given by users. */
   carry?: EvalSetCarry;
@@ -104,8 +108,7 @@ export interface EvalTaskInput {
   carry?: EvalTaskCarry;
 }
 
-/** Half-open ranges `[start, end)` of sample indices (index = (epoch - 1) × dataset size + row). */
-export type IndexRanges = [number, number][];
+export type { IndexRanges };
 
 /** State handed from one run of `evalTask` to the next across continue-as-new. */
 export interface EvalTaskCarry {

@@ -7,15 +7,17 @@ import { spawn } from 'node:child_process';
 import { mkdirSync, openSync } from 'node:fs';
 import { WorkflowIdReusePolicy, type Client, type WorkflowHandle } from '@temporalio/client';
 import { loadStewardYaml } from '../../config/load';
-import { parseKnobText, resolveSettings } from '../../config/settings';
+import { settingsFromFlags, type KnobFlags } from '../../config/knobs';
+import { chooseSettings, withDefaults } from '../../config/settings';
 import { loadDefinition } from '../../definition/load';
 import { indicesWithKeys, sampleCount } from '../../definition/samples';
-import type { ConcurrencySettings, EvalSetDefinition } from '../../definition/types';
-import { ConfigError, ErrorType, ExitCode, StewardError } from '../../errors';
+import type { EvalSetDefinition } from '../../definition/types';
+import { ConfigError, ErrorType, ExitCode, StewardError, formatIssue } from '../../errors';
 import { checkLogDir, openLogStore, sampleKey } from '../../logs/store';
 import { checkModelEnvironment } from '../../models';
 import { connectClient, resolveTemporal, type TemporalTarget } from '../../temporal/connection';
 import { stewardHome } from '../../util/home';
+import { watchLineage } from '../../util/lineage';
 import { PACKAGE_ROOT } from '../../workers/bundle';
 import { runSupervisor } from '../../workers/supervisor';
 import Dockerode from 'dockerode';
@@ -34,14 +36,8 @@ import { createProgress } from '../progress';
 import { checkDocker, sandboxDemand } from './docker';
 import { resultJson, resultTable } from '../table';
 
-export interface LaunchOptions {
-  maxTasks?: number;
-  maxSamples?: number;
-  maxWorkers?: number;
-  maxConnections?: number;
-  maxSandboxes?: number;
-  samplesRamp?: string;
-  tendInterval?: number;
+/** The knobs' flags (parsed by the command line), then the launch's own. */
+export interface LaunchOptions extends KnobFlags {
   logDir?: string;
   json?: boolean;
   detach?: boolean;
@@ -50,18 +46,23 @@ export interface LaunchOptions {
 }
 
 const PROGRESS_MS = 1_000;
+/** How long a stopped launch has to stop its fleet before it exits anyway. */
+const STOP_DEADLINE_MS = 15_000;
 
 export async function launchCommand(file: string, opts: LaunchOptions): Promise<number> {
   const say = (line: string): void => void process.stderr.write(`${line}\n`);
   const definition = await loadDefinition(path.resolve(file));
-  const flags = settingsFromFlags(opts);
-  const { settings, errors } = resolveSettings({
-    flags,
+  // Resolved here, once: the workflow carries what this process chose, so planning never reads
+  // the environment or `_steward.yaml` of whichever process happens to run it.
+  const chosen = chooseSettings({
+    flags: settingsFromFlags(opts),
     env: process.env,
     stewardYaml: await loadStewardYaml(process.cwd()),
     definition: definition.settings,
   });
-  if (errors.length > 0) throw new ConfigError(errors);
+  if (chosen.errors.length > 0) throw new ConfigError(chosen.errors);
+  for (const warning of chosen.warnings) say(`warning: ${formatIssue(warning)}`);
+  const settings = withDefaults(chosen.settings);
   checkModels(definition);
   const docker = definition.tasks.some((t) => t.sandbox !== undefined)
     ? new Dockerode()
@@ -81,7 +82,11 @@ export async function launchCommand(file: string, opts: LaunchOptions): Promise<
   const temporal = await resolveTemporal(process.env, { onProgress: say });
   const client = await connectClient(temporal);
   const workflowId = evalSetWorkflowId(definition.name);
-  const input: EvalSetInput = { definition: definition.source, log_dir: logDir, settings: flags };
+  const input: EvalSetInput = {
+    definition: definition.source,
+    log_dir: logDir,
+    settings: chosen.settings,
+  };
 
   let handle: WorkflowHandle<typeof evalSet>;
   if (await isRunning(client, workflowId)) {
@@ -117,20 +122,27 @@ export async function launchCommand(file: string, opts: LaunchOptions): Promise<
     say(`running in the background: follow with \`steward status ${definition.name}\``);
     return ExitCode.ok;
   }
-  return watch(client, handle, temporal, opts);
+  // An edit of `_steward.yaml` steers the live run, unless a flag or variable wins over it.
+  const rampOrigin = chosen.origins.samples_ramp;
+  const rampFromFile = rampOrigin !== 'flag' && rampOrigin !== 'env';
+  return watch(client, handle, temporal, { ...opts, rampFromFile });
 }
 
 async function watch(
   client: Client,
   handle: WorkflowHandle<typeof evalSet>,
   temporal: TemporalTarget,
-  opts: LaunchOptions,
+  opts: LaunchOptions & { rampFromFile: boolean },
 ): Promise<number> {
   const stop = new AbortController();
+  let unwatchLineage = (): void => undefined;
   const interrupted = new Promise<'interrupted'>((resolve) => {
     const onSignal = (): void => resolve('interrupted');
     process.once('SIGINT', onSignal);
     process.once('SIGTERM', onSignal);
+    // The process this launch was started under died (SIGKILL included): the fleet it runs
+    // must not outlive it unseen.
+    unwatchLineage = watchLineage(onSignal);
   });
   const supervisor = runSupervisor({
     client,
@@ -139,8 +151,7 @@ async function watch(
     stewardDir: stewardHome(process.env),
     signal: stop.signal,
   });
-  const rampFromFile = opts.samplesRamp === undefined && !process.env.STEWARD_SAMPLES_RAMP;
-  const unwatch = rampFromFile
+  const unwatch = opts.rampFromFile
     ? watchStewardYaml(process.cwd(), handle, (line) => process.stderr.write(`${line}\n`))
     : () => undefined;
   const progress = createProgress();
@@ -164,6 +175,8 @@ async function watch(
       supervisor.then(() => 'stopped' as const),
     ]);
     if (outcome === 'interrupted' || outcome === 'stopped') {
+      // Stopping the fleet waits for its workers; it must not keep a stopped launch alive.
+      setTimeout(() => process.exit(130), STOP_DEADLINE_MS).unref();
       process.stderr.write(
         '\nstopped; the eval set keeps everything completed so far: run `steward launch` again to resume\n',
       );
@@ -210,6 +223,7 @@ async function watch(
     const code = cause.type === ErrorType.logWrite ? ExitCode.environment : ExitCode.usage;
     throw new StewardError(`eval set failed: ${cause.message}`, code);
   } finally {
+    unwatchLineage();
     unwatch();
     clearInterval(ticker);
     stop.abort();
@@ -255,26 +269,6 @@ function report(result: EvalSetResult, json: boolean | undefined): void {
   else process.stdout.write(`\n${resultTable(result)}\n\nlog dir: ${result.log_dir}\n`);
 }
 
-function settingsFromFlags(opts: LaunchOptions): ConcurrencySettings {
-  const flags: ConcurrencySettings = {
-    max_tasks: opts.maxTasks,
-    max_samples: opts.maxSamples,
-    max_workers: opts.maxWorkers,
-    max_connections: opts.maxConnections,
-    max_sandboxes: opts.maxSandboxes,
-    tend_interval: opts.tendInterval,
-  };
-  if (opts.samplesRamp !== undefined) {
-    const ramp = parseKnobText('samples_ramp', opts.samplesRamp);
-    if ('error' in ramp)
-      throw new StewardError(`--samples-ramp: ${ramp.error} ("${opts.samplesRamp}")`);
-    flags.samples_ramp = ramp.value;
-  }
-  return Object.fromEntries(
-    Object.entries(flags).filter(([, v]) => v !== undefined),
-  ) as ConcurrencySettings;
-}
-
 function checkModels(definition: EvalSetDefinition): void {
   const problems = [
     ...new Set(definition.tasks.map((t) => checkModelEnvironment(t.model, process.env))),
@@ -305,7 +299,7 @@ function detachWorkers(name: string): void {
   const log = openSync(path.join(home, `workers-${name}.log`), 'a');
   const child = spawn(
     process.execPath,
-    [path.join(PACKAGE_ROOT, 'bin', 'steward.js'), 'workers', name, '--until-done'],
+    [path.join(PACKAGE_ROOT, 'bin', 'steward.js'), 'workers', name, '--until-done', '--detached'],
     {
       detached: true,
       stdio: ['ignore', log, log],

@@ -8,7 +8,7 @@
  * anything is contacted. Either way the ramp acts on it at its next tend.
  */
 import { WorkflowNotFoundError, type WorkflowHandle } from '@temporalio/client';
-import { parseKnobText } from '../../config/settings';
+import { parseKnobText } from '../../config/knobs';
 import { ExitCode, StewardError } from '../../errors';
 import { connectClient, resolveTemporal } from '../../temporal/connection';
 import { withTimeout } from '../../util/timeout';

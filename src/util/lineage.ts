@@ -1,0 +1,66 @@
+/**
+ * Noticing that the process a command was started under has died, whatever the signal: a
+ * SIGKILL leaves no chance to tell the children, and Linux does not tell them either.
+ *
+ * A user's handle on `steward workers` is often not its parent: `npx steward workers &` gives
+ * the shell the pid of npm, which runs `sh -c steward workers`, which runs node. Killing npm
+ * leaves that `sh` waiting on node, so node's own parent lives on. What a command watches is its
+ * lineage, every ancestor up to init: the moment any of them is gone (the chain read from /proc
+ * differs from the one at start), the command stops.
+ */
+import { readFileSync } from 'node:fs';
+
+/** How often the lineage is read; a stop is noticed within this. */
+const CHECK_MS = 500;
+
+/** The parent of `pid`, from /proc; `undefined` when it cannot be read (exited, or no /proc). */
+function parentOf(pid: number): number | undefined {
+  try {
+    const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+    // The command name may hold spaces and parentheses: the fields after its last `)` do not.
+    const ppid = Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[1]);
+    return Number.isInteger(ppid) ? ppid : undefined;
+  } catch {
+    return undefined;
+  }
+}
+
+/**
+ * This process's ancestors, parent first, up to (not including) init. Without /proc (macOS) it
+ * is the parent alone.
+ */
+export function lineage(): number[] {
+  const chain: number[] = [];
+  let pid = process.ppid;
+  while (pid > 1 && chain.length < 64) {
+    chain.push(pid);
+    const parent = parentOf(pid);
+    if (parent === undefined) break;
+    pid = parent;
+  }
+  return chain;
+}
+
+/**
+ * Calls `onOrphaned` once, when an ancestor this process had at the call has died (its lineage
+ * changed). A process started by init, or already orphaned, has nothing to watch.
+ *
+ * @param scope `parent` watches the parent alone: for a process whose parent is Steward's own
+ *   and watches its lineage itself.
+ * @returns stops watching.
+ */
+export function watchLineage(
+  onOrphaned: () => void,
+  scope: 'lineage' | 'parent' = 'lineage',
+): () => void {
+  const read = (): string => (scope === 'parent' ? String(process.ppid) : lineage().join(' '));
+  const start = read();
+  const timer = setInterval(() => {
+    if (read() === start) return;
+    clearInterval(timer);
+    onOrphaned();
+  }, CHECK_MS);
+  // Watching must never be what keeps a finished process alive.
+  timer.unref();
+  return () => clearInterval(timer);
+}
