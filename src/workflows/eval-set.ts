@@ -136,6 +136,7 @@ export async function evalSet(input: EvalSetInput): Promise<EvalSetResult> {
           evalSet: plan!.name,
           task: task.name,
           definition: plan!.definition,
+          definitionHash: plan!.definitionHash,
           logDir: plan!.logDir,
           parentId,
           setpoint: entry.ramp.setpoint,
