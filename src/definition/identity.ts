@@ -48,16 +48,21 @@ export function datasetDigest(samples: Sample[]): TaskIdentity['dataset'] {
   return { samples: samples.length, sha256: hash.digest('hex') };
 }
 
+const IDENTITY = Symbol.for('steward.identity');
+
+/** Marks a built-in's function with its name and options (a module's `generate({...})`). */
+export function withIdentity<F extends object>(fn: F, name: string, options: unknown): F {
+  return Object.defineProperty(fn, IDENTITY, { value: { [name]: options } });
+}
+
 /**
- * A function (a custom solver or scorer) as an identity: its name and a hash of its source text.
- * What it calls or closes over is not seen; the definition's own content hash covers the file.
+ * A solver or scorer given as a function: a built-in by its name and options (as in YAML), a
+ * function of the user's own by its name. Its code is not compared: the same source compiles to
+ * different text under different loaders, and a false refusal would block a plain relaunch.
  */
-export function functionIdentity(fn: (...args: never[]) => unknown): {
-  function: string;
-  code: string;
-} {
-  const code = createHash('sha256').update(fn.toString()).digest('hex').slice(0, 12);
-  return { function: fn.name || 'anonymous', code };
+export function functionIdentity(fn: (...args: never[]) => unknown): unknown {
+  const builtIn = (fn as unknown as Record<symbol, unknown>)[IDENTITY];
+  return builtIn ?? { function: fn.name || 'anonymous' };
 }
 
 /** The fields that differ, eval set name first, in a stable order. */

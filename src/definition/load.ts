@@ -161,23 +161,29 @@ async function importDefinition(
 }
 
 /**
- * The local files the module at `file` loaded: tsx loads a module and its imports under one
- * namespace (`<file>?namespace=<n>` in the require cache). Packages (anything in node_modules)
- * and Steward's own code are left out: they are not the definition's.
+ * The files of the definition's own that the module at `file` loaded: tsx loads a module and its
+ * imports under one namespace (`<file>?namespace=<n>` in the require cache). Those under the
+ * definition's directory count; packages (anything in node_modules), Steward's own code and
+ * files elsewhere are left to be resolved where they are.
  */
 function localModuleFiles(file: string): string[] {
   const keys = Object.keys(require.cache);
   const namespace = keys.find((key) => key.startsWith(`${file}?`))?.slice(file.length);
   if (namespace === undefined) return [file];
-  const steward = path.resolve(__dirname, '..');
+  const packageRoot = path.resolve(__dirname, '..', '..');
+  const own = [path.join(packageRoot, 'src'), path.join(packageRoot, 'dist')];
+  const under = (loaded: string, dir: string): boolean => {
+    const relative = path.relative(dir, loaded);
+    return !relative.startsWith('..') && !path.isAbsolute(relative);
+  };
   return keys
     .filter((key) => key.endsWith(namespace))
     .map((key) => key.slice(0, -namespace.length))
     .filter(
       (loaded) =>
-        path.isAbsolute(loaded) &&
+        under(loaded, path.dirname(file)) &&
         !loaded.split(path.sep).includes('node_modules') &&
-        path.relative(steward, loaded).startsWith('..'),
+        !own.some((dir) => under(loaded, dir)),
     );
 }
 
@@ -236,7 +242,7 @@ function identityOf(
     }),
     scorer:
       task.scorer.type === 'custom'
-        ? { ...functionIdentity(task.scorer.scorer), name: task.scorerName }
+        ? functionIdentity(task.scorer.scorer)
         : task.scorer.type === 'exact'
           ? { exact: {} }
           : { [task.scorer.type]: task.scorer.options },
