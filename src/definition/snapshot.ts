@@ -13,6 +13,7 @@ import { promises as fs } from 'node:fs';
 import { Module } from 'node:module';
 import * as path from 'node:path';
 import { ErrorType, ExitCode, StewardError } from '../errors';
+import { writeFailureReason } from '../logs/store';
 import { loadDefinition, type LoadOptions } from './load';
 import type { EvalSetDefinition } from './types';
 
@@ -217,7 +218,7 @@ async function writeFiles(target: string, files: SnapshotFile[]): Promise<void> 
     });
   } catch (err) {
     const error = new StewardError(
-      `cannot write the definition's snapshot to ${target}: ${(err as Error).message}`,
+      `cannot write the definition's snapshot to ${target}: ${await writeFailureReason(target, err)}`,
       ExitCode.environment,
     );
     throw Object.assign(error, { type: ErrorType.logWrite });

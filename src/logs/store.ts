@@ -235,7 +235,8 @@ export async function checkLogDir(dir: string): Promise<void> {
   }
 }
 
-async function writeFailureReason(file: string, err: unknown): Promise<string> {
+/** Why `file` could not be written, in the user's words: a full disk, permissions, and so on. */
+export async function writeFailureReason(file: string, err: unknown): Promise<string> {
   switch (errno(err)) {
     case 'ENOSPC':
       return 'the disk is full';
