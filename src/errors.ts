@@ -20,6 +20,8 @@ export const ErrorType = {
   badInput: 'StewardBadInput',
   /** Results could not be written (permissions, full disk). */
   logWrite: 'StewardLogWriteError',
+  /** The definition's snapshot in the log dir is missing or no longer matches its hash. */
+  snapshot: 'StewardSnapshotError',
 } as const;
 export type ErrorType = (typeof ErrorType)[keyof typeof ErrorType];
 

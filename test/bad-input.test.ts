@@ -553,6 +553,9 @@ describe('a log dir that fills up mid-run', () => {
   const SAMPLES = 4;
   /** Room for this many sample records, a page of tmpfs each. */
   const ROOM = 2;
+  /** Pages written before the first sample: the definition's snapshot (definition, dataset and
+   * manifest) and the task's identity. */
+  const BEFORE_SAMPLES = 4;
   let mount: string;
   let mounted = false;
 
@@ -583,7 +586,7 @@ describe('a log dir that fills up mid-run', () => {
     const logDir = path.join(mount, 'logs');
     const filler = path.join(mount, 'filler');
     const { bavail, bsize } = await fs.statfs(mount);
-    await fs.writeFile(filler, Buffer.alloc((bavail - ROOM) * bsize));
+    await fs.writeFile(filler, Buffer.alloc((bavail - ROOM - BEFORE_SAMPLES) * bsize));
 
     const full = await runCli(['launch', file, '--log-dir', logDir], { cwd: dir, env: cleanEnv() });
     expect(full.code).toBe(3);

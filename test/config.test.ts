@@ -331,12 +331,23 @@ describe('loadDefinition (YAML)', () => {
   test('loads a definition with its datasets, built-ins and absolute paths', async () => {
     const file = path.join(FIXTURES, 'hello', 'evalset.yaml');
     const def = await loadDefinition(file);
-    expect({ ...def, tasks: undefined }).toEqual({
+    expect({ ...def, tasks: undefined, identities: undefined }).toEqual({
       name: 'hello',
       source: file,
       log_dir: path.join(FIXTURES, 'hello', 'logs', 'hello'),
       settings: { max_tasks: 2, samples_ramp: [40, 300] },
       tasks: undefined,
+      identities: undefined,
+    });
+    // What a relaunch into the same log dir must match (src/definition/identity.ts).
+    expect(def.identities.arithmetic).toMatchObject({
+      model: 'mockllm/model',
+      model_args: { outputs: ['The answer is {target}'], latency_ms: 0 },
+      scorer: { match: { location: 'end', numeric: true } },
+      dataset: { samples: 2 },
+      epochs: 2,
+      config: {},
+      sandbox: null,
     });
     const [arithmetic, capitals] = def.tasks;
     expect(arithmetic).toMatchObject({

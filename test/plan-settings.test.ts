@@ -8,7 +8,7 @@ import { promises as fs } from 'node:fs';
 import * as path from 'node:path';
 import { Client, Connection } from '@temporalio/client';
 import { createControlActivities } from '../src/activities/control';
-import { memoize, thisWorker } from '../src/activities/deps';
+import { thisWorker } from '../src/activities/deps';
 import { loadDefinition } from '../src/definition/load';
 import { ErrorType } from '../src/errors';
 import { openLogStore } from '../src/logs/store';
@@ -45,7 +45,7 @@ describe('planEvalSet, run by a process with settings of its own', () => {
       max_connections: 5,
     });
     const activities = createControlActivities({
-      loadDefinition: memoize((f) => loadDefinition(f)),
+      definition: (ref) => loadDefinition(ref.path),
       model: () => {
         throw new Error('planning calls no model');
       },

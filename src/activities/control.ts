@@ -7,7 +7,10 @@ import type { Client } from '@temporalio/client';
 import { ApplicationFailure } from '@temporalio/common';
 import { innermostCause } from '../client/status';
 import { resolveSettings } from '../config/settings';
+import { identityRefusals } from '../definition/identity';
 import { sampleCount } from '../definition/samples';
+import { snapshotDefinition } from '../definition/snapshot';
+import type { EvalSetDefinition } from '../definition/types';
 import { ErrorType, formatIssue } from '../errors';
 import { checkLogDir } from '../logs/store';
 import { defaultMaxSandboxes } from '../sandbox/budget';
@@ -24,7 +27,7 @@ import {
 } from '../workflows/types';
 import { withTimeout } from '../util/timeout';
 import type { ActivityDeps } from './deps';
-import { failOnLogWrite, toFailure } from './errors';
+import { failOnDefinition, failOnLogWrite } from './errors';
 
 /** A query to a task whose worker is down would otherwise wait for one. */
 const OBSERVE_TIMEOUT_MS = 3_000;
@@ -32,11 +35,7 @@ const OBSERVE_TIMEOUT_MS = 3_000;
 export function createControlActivities(deps: ActivityDeps) {
   return {
     async planEvalSet(input: EvalSetInput): Promise<EvalSetPlan> {
-      const definition = await deps
-        .loadDefinition(path.resolve(input.definition))
-        .catch((err: unknown) => {
-          throw toFailure(err, ErrorType.config);
-        });
+      const { definition, hash, logDir } = await pinDefinition(input, deps);
       // The launch resolved flags, environment and `_steward.yaml` in its own process; this one's
       // (any process of any fleet) must not count.
       const { settings: resolved, errors } = resolveSettings({
@@ -46,10 +45,12 @@ export function createControlActivities(deps: ActivityDeps) {
       if (errors.length > 0) {
         throw ApplicationFailure.nonRetryable(errors.map(formatIssue).join('\n'), ErrorType.config);
       }
-      const logDir = path.resolve(
-        input.log_dir ?? definition.log_dir ?? path.join('logs', definition.name),
-      );
       await ensureWritable(logDir);
+      // Before any task starts: a task whose records in the log dir are another task's.
+      const refusals = await identityRefusals(deps.logStore(logDir), definition);
+      if (refusals.length > 0) {
+        throw ApplicationFailure.nonRetryable(refusals.join('\n'), ErrorType.config);
+      }
       const sandboxed = definition.tasks.some((task) => task.sandbox !== undefined);
       // The sandbox budget: the definition's, else what the provider reports (Docker: 2 × CPUs).
       const settings = {
@@ -61,6 +62,7 @@ export function createControlActivities(deps: ActivityDeps) {
       return {
         name: definition.name,
         definition: definition.source,
+        definitionHash: hash,
         logDir,
         settings,
         tasks: definition.tasks.map((task) => ({
@@ -97,7 +99,12 @@ export function createControlActivities(deps: ActivityDeps) {
 
     /** Appends ramp history entries to `<log_dir>/ramp-history.jsonl`, one JSON object a line. */
     async appendRampHistory(args: { logDir: string; entries: RampHistoryEntry[] }): Promise<void> {
-      await deps.logStore(args.logDir).appendRampHistory(args.entries);
+      await deps
+        .logStore(args.logDir)
+        .appendRampHistory(args.entries)
+        .catch((err: unknown) => {
+          throw failOnLogWrite(err);
+        });
     },
 
     async writeEvalSetSummary(result: EvalSetResult): Promise<void> {
@@ -159,4 +166,50 @@ async function ensureWritable(dir: string): Promise<void> {
   await checkLogDir(dir).catch((err: unknown) => {
     throw ApplicationFailure.nonRetryable((err as Error).message, ErrorType.logWrite);
   });
+}
+
+/**
+ * The definition the eval set runs: the snapshot `steward launch` took (by its hash), or, for an
+ * input without a hash (a stock `temporal workflow start`), a snapshot taken now from the
+ * definition's absolute path. A relative path is refused: it would be read from the directory of
+ * whichever process runs this activity.
+ */
+async function pinDefinition(
+  input: EvalSetInput,
+  deps: ActivityDeps,
+): Promise<{ definition: EvalSetDefinition; hash: string; logDir: string }> {
+  const refuse = (message: string): never => {
+    throw ApplicationFailure.nonRetryable(message, ErrorType.config);
+  };
+  if (typeof input.definition !== 'string' || !path.isAbsolute(input.definition)) {
+    refuse(
+      `definition must be an absolute path (${JSON.stringify(input.definition)}): ` +
+        'a relative one would be read from the directory of whichever worker plans the eval set',
+    );
+  }
+  if (input.log_dir !== undefined && !path.isAbsolute(input.log_dir)) {
+    refuse(
+      `log_dir must be an absolute path (${JSON.stringify(input.log_dir)}): ` +
+        'a relative one would be made in the directory of whichever worker plans the eval set',
+    );
+  }
+  try {
+    if (input.definition_hash !== undefined) {
+      if (input.log_dir === undefined) {
+        return refuse('definition_hash needs log_dir: the snapshot is in the log dir');
+      }
+      const ref = { logDir: input.log_dir, hash: input.definition_hash, path: input.definition };
+      return { definition: await deps.definition(ref), hash: ref.hash, logDir: ref.logDir };
+    }
+    const pinned = await snapshotDefinition(
+      input.definition,
+      (definition) =>
+        input.log_dir ??
+        definition.log_dir ??
+        path.join(path.dirname(definition.source), 'logs', definition.name),
+    );
+    return { definition: pinned.definition, hash: pinned.hash, logDir: pinned.logDir };
+  } catch (err) {
+    throw failOnDefinition(err);
+  }
 }

@@ -4,13 +4,26 @@
  */
 import * as os from 'node:os';
 import type { Client } from '@temporalio/client';
+import { ApplicationFailure } from '@temporalio/common';
 import type Dockerode from 'dockerode';
 import type { EvalSetDefinition, Model, TaskDefinition } from '../definition/types';
+import { ErrorType } from '../errors';
 import type { LogStore } from '../logs/store';
 
+/**
+ * Where an activity finds its eval set's definition: the snapshot `hash` in `logDir` (see
+ * src/definition/snapshot.ts). `path` is the definition as launched; it is read only for runs
+ * started before snapshots existed, which carry no hash.
+ */
+export interface DefinitionRef {
+  logDir: string;
+  hash?: string;
+  path: string;
+}
+
 export interface ActivityDeps {
-  /** Loads (and caches) a definition by path. */
-  loadDefinition(file: string): Promise<EvalSetDefinition>;
+  /** Loads (and caches, by hash) an eval set's definition from its snapshot. */
+  definition(ref: DefinitionRef): Promise<EvalSetDefinition>;
   /** Returns this process's model for a name and arguments (one per provider account). */
   model(name: string, args: Record<string, unknown>): Model;
   logStore(dir: string): LogStore;
@@ -27,13 +40,17 @@ export function thisWorker(): ActivityDeps['worker'] {
   return { pid: process.pid, host: os.hostname() };
 }
 
-/** Memoises an async loader by key; a failed load is forgotten so it can be retried. */
-export function memoize<T>(load: (key: string) => Promise<T>): (key: string) => Promise<T> {
+/** Memoises an async loader by `keyOf(arg)`; a failed load is forgotten so it can be retried. */
+export function memoize<A, T>(
+  load: (arg: A) => Promise<T>,
+  keyOf: (arg: A) => string,
+): (arg: A) => Promise<T> {
   const cache = new Map<string, Promise<T>>();
-  return (key) => {
+  return (arg) => {
+    const key = keyOf(arg);
     let value = cache.get(key);
     if (!value) {
-      value = load(key);
+      value = load(arg);
       cache.set(key, value);
       value.catch(() => cache.delete(key));
     }
@@ -41,8 +58,17 @@ export function memoize<T>(load: (key: string) => Promise<T>): (key: string) => 
   };
 }
 
+/**
+ * The task called `name`. Its absence is not fixed by retrying: the definition is a snapshot, so
+ * the workflow names a task the launched definition never had.
+ */
 export function findTask(definition: EvalSetDefinition, name: string): TaskDefinition {
   const task = definition.tasks.find((t) => t.name === name);
-  if (!task) throw new Error(`task "${name}" is not in ${definition.source}`);
+  if (!task) {
+    throw ApplicationFailure.nonRetryable(
+      `task "${name}" is not in the definition ${definition.source}`,
+      ErrorType.config,
+    );
+  }
   return task;
 }

@@ -35,3 +35,15 @@ export function failOnLogWrite(err: unknown): unknown {
     nonRetryable: true,
   });
 }
+
+/**
+ * A definition that does not load (invalid, or its snapshot missing or changed) fails the
+ * activity at once, with a message for the user: retrying reads the same files. Anything else (a
+ * disk error, say) stays retryable.
+ */
+export function failOnDefinition(err: unknown): unknown {
+  const { name, type } = (err ?? {}) as { name?: unknown; type?: unknown };
+  if (name === 'ConfigError') return toFailure(err, ErrorType.config);
+  if (type === ErrorType.snapshot || type === ErrorType.logWrite) return toFailure(err);
+  return err;
+}

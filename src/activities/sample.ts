@@ -15,7 +15,7 @@ import { BUSYBOX_IMAGE, ensureBusyboxImage } from '../sandbox/image';
 import type { SandboxOwner, SandboxSpec } from '../sandbox/types';
 import { sampleDoneSignal, type SampleInput } from '../workflows/types';
 import { findTask, type ActivityDeps } from './deps';
-import { toFailure } from './errors';
+import { failOnDefinition, toFailure } from './errors';
 
 /** How often a running sample tells Temporal it is alive (the heartbeat timeout is 10 s). */
 const HEARTBEAT_MS = 1_000;
@@ -26,7 +26,11 @@ export function createSampleActivities(deps: ActivityDeps) {
   return {
     async runSample(input: SampleInput): Promise<void> {
       const ctx = Context.current();
-      const definition = await deps.loadDefinition(input.definition);
+      const definition = await deps
+        .definition({ logDir: input.logDir, hash: input.definitionHash, path: input.definition })
+        .catch((err: unknown) => {
+          throw failOnDefinition(err);
+        });
       const task = findTask(definition, input.task);
       const { sample, epoch } = sampleAt(task, input.index);
       const store = deps.logStore(input.logDir);

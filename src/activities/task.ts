@@ -1,8 +1,11 @@
 /** Per-task activities: what is left to run, and the task's summary at the end. */
 import { setTimeout as sleep } from 'node:timers/promises';
 import { Context } from '@temporalio/activity';
+import { ApplicationFailure } from '@temporalio/common';
 import { rangesExcept } from '../core/ranges';
+import { pinTaskIdentity } from '../definition/identity';
 import { indicesWithKeys, sampleCount } from '../definition/samples';
+import { ErrorType } from '../errors';
 import { taskMetrics } from '../eval/metrics';
 import { sampleKey } from '../logs/store';
 import {
@@ -13,12 +16,14 @@ import {
   type TaskMetrics,
 } from '../workflows/types';
 import { findTask, type ActivityDeps } from './deps';
-import { failOnLogWrite } from './errors';
+import { failOnDefinition, failOnLogWrite } from './errors';
 
 export interface TaskRef {
   evalSet: string;
   task: string;
   definition: string;
+  /** The definition's snapshot in the log dir; absent only in runs started before snapshots. */
+  definitionHash?: string;
   logDir: string;
 }
 
@@ -30,6 +35,13 @@ const CLOSE_POLL_MS = 500;
 const START_CONCURRENCY = 50;
 
 export function createTaskActivities(deps: ActivityDeps) {
+  const loadFor = (ref: TaskRef) =>
+    deps
+      .definition({ logDir: ref.logDir, hash: ref.definitionHash, path: ref.definition })
+      .catch((err: unknown) => {
+        throw failOnDefinition(err);
+      });
+
   return {
     /**
      * Starts sample workflows. They are not children of the task: the task continues-as-new
@@ -62,9 +74,21 @@ export function createTaskActivities(deps: ActivityDeps) {
     async planTask(
       ref: TaskRef,
     ): Promise<{ total: number; pending: IndexRanges; resumed: number }> {
-      const task = findTask(await deps.loadDefinition(ref.definition), ref.task);
+      const definition = await loadFor(ref);
+      const task = findTask(definition, ref.task);
+      const store = deps.logStore(ref.logDir);
+      // The task's first run records what its results depend on; a later run must match it.
+      const refusal = await pinTaskIdentity(
+        store,
+        definition,
+        task.name,
+        new Date(deps.now()),
+      ).catch((err: unknown) => {
+        throw failOnLogWrite(err);
+      });
+      if (refusal !== undefined) throw ApplicationFailure.nonRetryable(refusal, ErrorType.config);
       const total = sampleCount(task);
-      const done = await deps.logStore(ref.logDir).completedKeys(task.name);
+      const done = await store.completedKeys(task.name);
       const completed = indicesWithKeys(task, done, sampleKey);
       return { total, pending: rangesExcept(total, completed), resumed: completed.length };
     },
@@ -116,7 +140,7 @@ export function createTaskActivities(deps: ActivityDeps) {
 
     /** Computes the task's metrics from its recorded samples and writes its summary. */
     async finishTask(ref: TaskRef & { resumed: number }): Promise<TaskMetrics | null> {
-      const definition = await deps.loadDefinition(ref.definition);
+      const definition = await loadFor(ref);
       const task = findTask(definition, ref.task);
       const store = deps.logStore(ref.logDir);
       const records = await store.readSamples(task.name);

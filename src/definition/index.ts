@@ -5,8 +5,12 @@
  */
 
 import type { EvalSetSpec } from '../config/schema';
+import { agent as agentSolver } from '../eval/agent';
+import { sandboxCheck as sandboxScorer } from '../eval/sandbox-scorers';
 import * as scorers from '../eval/scorers';
-import type { Scorer } from './types';
+import * as solvers from '../eval/solvers';
+import { withIdentity } from './identity';
+import type { Scorer, Solver } from './types';
 
 /**
  * Declares an eval set in a module. It returns its argument unchanged: it exists so editors
@@ -25,10 +29,21 @@ export function defineEvalSet(definition: EvalSetSpec): EvalSetSpec {
 
 /**
  * A built-in scorer whose function carries the built-in's name: the loader names a function
- * scorer after the function, so `match()` in a module is logged as `match`, as in YAML.
+ * scorer after the function, so `match()` in a module is logged as `match`, as in YAML. It also
+ * carries its options, so the task's identity sees them as it does in YAML.
  */
 function named<A extends unknown[]>(name: string, make: (...args: A) => Scorer) {
-  return (...args: A): Scorer => Object.defineProperty(make(...args), 'name', { value: name });
+  return (...args: A): Scorer =>
+    withIdentity(
+      Object.defineProperty(make(...args), 'name', { value: name }),
+      name,
+      args[0] ?? {},
+    );
+}
+
+/** A built-in solver that carries its name and options, for the task's identity. */
+function described<A extends unknown[]>(name: string, make: (...args: A) => Solver) {
+  return (...args: A): Solver => withIdentity(make(...args), name, args[0] ?? {});
 }
 
 /** Inspect's `match()`: the target at the start, end, anywhere in, or exactly as the completion. */
@@ -37,10 +52,17 @@ export const match = named('match', scorers.match);
 export const includes = named('includes', scorers.includes);
 /** Inspect's `exact()`: the completion equals a target, disregarding case and runs of whitespace. */
 export const exact = named('exact', scorers.exact);
+/** Inspect's `generate()`: calls the model with the conversation so far. */
+export const generate = described('generate', solvers.generate);
+/** Inspect's `system_message()`: puts a system message first. */
+export const systemMessage = described('system_message', solvers.systemMessage);
+/** The tool-calling agent loop in the task's sandbox. */
+export const agent = described('agent', agentSolver);
+/** Scores by running a check in the sample's sandbox. */
+export const sandboxCheck = named('sandbox_check', sandboxScorer);
 
-export { generate, systemMessage } from '../eval/solvers';
-export { agent, type AgentOptions } from '../eval/agent';
-export { sandboxCheck, type SandboxCheckOptions } from '../eval/sandbox-scorers';
+export type { AgentOptions } from '../eval/agent';
+export type { SandboxCheckOptions } from '../eval/sandbox-scorers';
 export { loadDefinition } from './load';
 export { loadDataset } from './dataset';
 export type {

@@ -19,9 +19,10 @@ import { agent } from '../eval/agent';
 import { sandboxCheck } from '../eval/sandbox-scorers';
 import { exact, includes, match } from '../eval/scorers';
 import { generate, systemMessage } from '../eval/solvers';
-import { loadSandboxSpec } from '../sandbox/compose';
+import { isComposeFile, loadSandboxSpec } from '../sandbox/compose';
 import type { SandboxSpec } from '../sandbox/types';
 import { loadDataset, samplesFromRecords } from './dataset';
+import { datasetDigest, functionIdentity, type TaskIdentity } from './identity';
 import type { EvalSetDefinition, Sample, Scorer, Solver, TaskDefinition } from './types';
 
 const YAML_EXTENSIONS = new Set(['.yaml', '.yml']);
@@ -30,6 +31,17 @@ const MODULE_EXTENSIONS = new Set(['.ts', '.mts', '.cts', '.js', '.mjs', '.cjs']
 export interface LoadOptions {
   /** Receives problems that do not stop the load (e.g. an ignored `scorer_name`). */
   onWarning?: (issue: ConfigIssue) => void;
+  /**
+   * The file to read for a dataset or compose file the definition names (`ref`, as written),
+   * given the definition's directory. Default: `ref` resolved against that directory.
+   */
+  locate?: (ref: string, baseDir: string) => string;
+  /** Receives the local files a module definition loaded (itself included; no packages). */
+  onModuleFiles?: (files: string[]) => void;
+}
+
+function defaultLocate(ref: string, baseDir: string): string {
+  return path.isAbsolute(ref) ? ref : path.join(baseDir, ref);
 }
 
 /**
@@ -44,19 +56,27 @@ export async function loadDefinition(
   file: string,
   options: LoadOptions = {},
 ): Promise<EvalSetDefinition> {
-  const raw = await readDefinition(file);
+  const raw = await readDefinition(file, options);
   const { definition, warnings, errors } = validateDefinition(raw, { file });
   warnings.forEach((issue) => options.onWarning?.(issue));
   if (!definition) throw new ConfigError(errors);
 
   const dir = path.dirname(path.resolve(file));
+  const locate = options.locate ?? defaultLocate;
   const [datasets, sandboxes] = await Promise.all([
     Promise.allSettled(
-      definition.tasks.map((task, i) => readSamples(task.dataset, file, `tasks.${i}.dataset`)),
+      definition.tasks.map((task, i) =>
+        readSamples(task.dataset, file, `tasks.${i}.dataset`, locate),
+      ),
     ),
     Promise.allSettled(
       definition.tasks.map(async (task) =>
-        task.sandbox === undefined ? undefined : loadSandboxSpec(task.sandbox, dir),
+        task.sandbox === undefined
+          ? undefined
+          : loadSandboxSpec(
+              isComposeFile(task.sandbox) ? locate(task.sandbox, dir) : task.sandbox,
+              dir,
+            ),
       ),
     ),
   ]);
@@ -79,15 +99,25 @@ export async function loadDefinition(
         (sandboxes[i] as PromiseFulfilledResult<SandboxSpec | undefined>).value,
       ),
     ),
+    identities: Object.fromEntries(
+      definition.tasks.map((task, i) => [
+        task.name,
+        identityOf(
+          task,
+          (datasets[i] as PromiseFulfilledResult<Sample[]>).value,
+          (sandboxes[i] as PromiseFulfilledResult<SandboxSpec | undefined>).value,
+        ),
+      ]),
+    ),
   };
 }
 
-async function readDefinition(file: string): Promise<unknown> {
+async function readDefinition(file: string, options: LoadOptions): Promise<unknown> {
   const extension = path.extname(file).toLowerCase();
   if (YAML_EXTENSIONS.has(extension)) {
     return parseYaml(await readTextFile(file, 'definition file'), file);
   }
-  if (MODULE_EXTENSIONS.has(extension)) return importDefinition(file);
+  if (MODULE_EXTENSIONS.has(extension)) return importDefinition(file, options.onModuleFiles);
   const known = [...YAML_EXTENSIONS, ...MODULE_EXTENSIONS].join(', ');
   throw new ConfigError([{ file, message: `unsupported definition file type (use ${known})` }]);
 }
@@ -96,7 +126,10 @@ async function readDefinition(file: string): Promise<unknown> {
  * Runs a module definition through tsx, so TypeScript needs no build step. tsx loads it in a
  * namespace of its own: a fresh copy each time, and no hooks left installed afterwards.
  */
-async function importDefinition(file: string): Promise<unknown> {
+async function importDefinition(
+  file: string,
+  onModuleFiles?: (files: string[]) => void,
+): Promise<unknown> {
   // Checked first: a missing file would otherwise surface as tsx's resolution error.
   await readTextFile(file, 'definition file');
   let exports: Record<string, unknown>;
@@ -107,6 +140,7 @@ async function importDefinition(file: string): Promise<unknown> {
       { file, message: `cannot load the module: ${(error as Error).message}` },
     ]);
   }
+  onModuleFiles?.(localModuleFiles(path.resolve(file)));
   const { evalSet, default: byDefault } = exports;
   if (evalSet !== undefined && byDefault !== undefined && evalSet !== byDefault) {
     throw new ConfigError([
@@ -126,13 +160,42 @@ async function importDefinition(file: string): Promise<unknown> {
   return definition;
 }
 
+/**
+ * The files of the definition's own that the module at `file` loaded: tsx loads a module and its
+ * imports under one namespace (`<file>?namespace=<n>` in the require cache). Those under the
+ * definition's directory count; packages (anything in node_modules), Steward's own code and
+ * files elsewhere are left to be resolved where they are.
+ */
+function localModuleFiles(file: string): string[] {
+  const keys = Object.keys(require.cache);
+  const namespace = keys.find((key) => key.startsWith(`${file}?`))?.slice(file.length);
+  if (namespace === undefined) return [file];
+  const packageRoot = path.resolve(__dirname, '..', '..');
+  const own = [path.join(packageRoot, 'src'), path.join(packageRoot, 'dist')];
+  const under = (loaded: string, dir: string): boolean => {
+    const relative = path.relative(dir, loaded);
+    return !relative.startsWith('..') && !path.isAbsolute(relative);
+  };
+  return keys
+    .filter((key) => key.endsWith(namespace))
+    .map((key) => key.slice(0, -namespace.length))
+    .filter(
+      (loaded) =>
+        under(loaded, path.dirname(file)) &&
+        !loaded.split(path.sep).includes('node_modules') &&
+        !own.some((dir) => under(loaded, dir)),
+    );
+}
+
 /** A task's samples; a file is found relative to the definition and named in messages so. */
-async function readSamples(dataset: DatasetRef, file: string, at: string): Promise<Sample[]> {
+async function readSamples(
+  dataset: DatasetRef,
+  file: string,
+  at: string,
+  locate: NonNullable<LoadOptions['locate']>,
+): Promise<Sample[]> {
   if (dataset.type === 'file') {
-    const located = path.isAbsolute(dataset.path)
-      ? dataset.path
-      : path.join(path.dirname(file), dataset.path);
-    return loadDataset(located, dataset.format);
+    return loadDataset(locate(dataset.path, path.dirname(file)), dataset.format);
   }
   const { samples, issues } = samplesFromRecords(
     dataset.records.map((record, i) => ({ record, place: { file, path: `${at}.${i}` } })),
@@ -154,6 +217,39 @@ function buildTask(
     solver: task.solver.map(buildSolver),
     scorer: buildScorer(task.scorer),
     ...(sandbox === undefined ? {} : { sandbox }),
+  };
+}
+
+function identityOf(
+  task: ValidatedTask,
+  dataset: Sample[],
+  sandbox: SandboxSpec | undefined,
+): TaskIdentity {
+  return {
+    model: task.model,
+    model_args: task.modelArgs,
+    solver: task.solver.map((ref) => {
+      switch (ref.type) {
+        case 'system_message':
+          return { system_message: ref.text };
+        case 'generate':
+          return { generate: ref.config };
+        case 'agent':
+          return { agent: ref.options };
+        case 'custom':
+          return functionIdentity(ref.solver);
+      }
+    }),
+    scorer:
+      task.scorer.type === 'custom'
+        ? functionIdentity(task.scorer.scorer)
+        : task.scorer.type === 'exact'
+          ? { exact: {} }
+          : { [task.scorer.type]: task.scorer.options },
+    dataset: datasetDigest(dataset),
+    epochs: task.epochs,
+    config: { ...task.config },
+    sandbox: sandbox ?? null,
   };
 }
 

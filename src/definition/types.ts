@@ -9,6 +9,7 @@
 
 import type { ConcurrencySettings } from '../config/knobs';
 import type { Sandbox, SandboxSpec } from '../sandbox/types';
+import type { TaskIdentity } from './identity';
 
 /** A chat message, in the shape the OpenAI-compatible wire protocol uses. */
 export type ChatMessage =
@@ -146,4 +147,6 @@ export interface EvalSetDefinition {
   log_dir?: string;
   settings: ConcurrencySettings;
   tasks: TaskDefinition[];
+  /** What each task's results depend on, by task name; a relaunch into its log dir must match. */
+  identities: Record<string, TaskIdentity>;
 }

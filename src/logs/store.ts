@@ -3,6 +3,7 @@
  *
  *   <log_dir>/evalset.json                      the eval set's summary
  *   <log_dir>/<task>/summary.json               the task's summary and metrics
+ *   <log_dir>/<task>/task.json                  the task's identity, recorded when it first ran
  *   <log_dir>/<task>/samples/<id>.e<epoch>.json  one completed sample, written exactly once
  *   <log_dir>/<task>/errors/<id>.e<epoch>.json   the latest failure of a sample not yet completed
  *
@@ -12,6 +13,7 @@
 import { promises as fs } from 'node:fs';
 import * as path from 'node:path';
 import { randomUUID } from 'node:crypto';
+import type { TaskIdentityRecord } from '../definition/identity';
 import type { ChatMessage, Score, TokenUsage } from '../definition/types';
 import { ErrorType, ExitCode, StewardError } from '../errors';
 import type { EvalSetResult, RampHistoryEntry, TaskResult } from '../workflows/types';
@@ -83,6 +85,9 @@ export interface LogStore {
   readEvalSetSummary(): Promise<EvalSetSummary | undefined>;
   /** Appends to the ramp history (an activity retried after a crash may append twice). */
   appendRampHistory(entries: RampHistoryEntry[]): Promise<void>;
+  readTaskIdentity(task: string): Promise<TaskIdentityRecord | undefined>;
+  /** Publishes a task's identity unless one is recorded (`exists`: it is left alone). */
+  writeTaskIdentity(record: TaskIdentityRecord): Promise<'written' | 'exists'>;
 }
 
 /** The file-name key of a sample and epoch: the id, made safe for every file system. */
@@ -100,7 +105,24 @@ class JsonDirLogStore implements LogStore {
 
   async writeSample(record: SampleRecord): Promise<'written' | 'exists'> {
     const target = this.samplePath(record.task, 'samples', sampleKey(record.sample_id, record.epoch));
-    const tmp = await this.writeTemp(target, record);
+    try {
+      return await this.publish(target, record);
+    } finally {
+      await fs.rm(this.samplePath(record.task, 'errors', sampleKey(record.sample_id, record.epoch)), { force: true });
+    }
+  }
+
+  async readTaskIdentity(task: string): Promise<TaskIdentityRecord | undefined> {
+    return readJson<TaskIdentityRecord>(path.join(this.dir, task, 'task.json'));
+  }
+
+  async writeTaskIdentity(record: TaskIdentityRecord): Promise<'written' | 'exists'> {
+    return this.publish(path.join(this.dir, record.task, 'task.json'), record);
+  }
+
+  /** Writes `target` whole unless it exists: link(2) never replaces a file. */
+  private async publish(target: string, value: unknown): Promise<'written' | 'exists'> {
+    const tmp = await this.writeTemp(target, value);
     try {
       await fs.link(tmp, target);
       return 'written';
@@ -109,7 +131,6 @@ class JsonDirLogStore implements LogStore {
       throw await logWriteError(target, err);
     } finally {
       await fs.rm(tmp, { force: true });
-      await fs.rm(this.samplePath(record.task, 'errors', sampleKey(record.sample_id, record.epoch)), { force: true });
     }
   }
 
@@ -214,7 +235,8 @@ export async function checkLogDir(dir: string): Promise<void> {
   }
 }
 
-async function writeFailureReason(file: string, err: unknown): Promise<string> {
+/** Why `file` could not be written, in the user's words: a full disk, permissions, and so on. */
+export async function writeFailureReason(file: string, err: unknown): Promise<string> {
   switch (errno(err)) {
     case 'ENOSPC':
       return 'the disk is full';

@@ -9,6 +9,7 @@ import {
 } from '@temporalio/worker';
 import Dockerode from 'dockerode';
 import { loadDefinition } from '../definition/load';
+import { loadSnapshot } from '../definition/snapshot';
 import type { Model } from '../definition/types';
 import { openLogStore, type LogStore } from '../logs/store';
 import { createModel } from '../models';
@@ -24,7 +25,15 @@ export function processDeps(
   const stores = new Map<string, LogStore>();
   let docker: Dockerode | undefined;
   return {
-    loadDefinition: memoize(loadDefinition),
+    // One load per snapshot, whatever log dir it is read from: the hash names the content. A run
+    // started before snapshots (no hash) is read by path, as it was then.
+    definition: memoize(
+      (ref) =>
+        ref.hash === undefined
+          ? loadDefinition(ref.path)
+          : loadSnapshot({ logDir: ref.logDir, hash: ref.hash, origin: ref.path }),
+      (ref) => ref.hash ?? `path:${ref.path}`,
+    ),
     model(name, args) {
       const key = `${name}\u0000${JSON.stringify(args)}`;
       let model = models.get(key);

@@ -303,6 +303,7 @@ export async function evalSet(raw: EvalSetInput): Promise<EvalSetResult> {
             evalSet: planned.name,
             task: task.name,
             definition: planned.definition,
+            definitionHash: planned.definitionHash,
             logDir: planned.logDir,
             parentId,
             setpoint: entry.ramp.setpoint,

@@ -32,10 +32,14 @@ import {
   type TaskResult,
 } from './types';
 
+// Bad input (a definition that does not load, a task that is not in it, a changed task) fails
+// these at once, non-retryable. What is left to retry is the world: a worker killed, the log dir
+// or Temporal briefly unreachable. That is bounded (about 10 minutes here, 5 for admission): past
+// it the task fails with its cause, which `steward status` shows, instead of retrying for ever.
 const { planTask, finishTask, awaitSamplesClosed } = proxyActivities<TaskActivities>({
   startToCloseTimeout: '10 minutes',
   heartbeatTimeout: '30 seconds',
-  retry: { maximumInterval: '30 seconds' },
+  retry: { maximumInterval: '30 seconds', maximumAttempts: 20 },
 });
 
 // Admission is an activity, not a local activity. This loop decides on state that sample reports
@@ -47,7 +51,7 @@ const { planTask, finishTask, awaitSamplesClosed } = proxyActivities<TaskActivit
 // first execution saw. It costs three history events per admission batch.
 const { startSamples, findClosedSamples } = proxyActivities<TaskActivities>({
   startToCloseTimeout: '1 minute',
-  retry: { maximumInterval: '10 seconds' },
+  retry: { maximumInterval: '10 seconds', maximumAttempts: 30 },
 });
 
 /** How long handed-over samples may stay silent before their workflows are asked directly. */
@@ -152,6 +156,7 @@ async function runTask(input: EvalTaskInput): Promise<TaskResult> {
         evalSet: input.evalSet,
         task: input.task,
         definition: input.definition,
+        definitionHash: input.definitionHash,
         logDir: input.logDir,
         index,
         parentId: workflowId,
@@ -208,6 +213,7 @@ async function runTask(input: EvalTaskInput): Promise<TaskResult> {
     evalSet: input.evalSet,
     task: input.task,
     definition: input.definition,
+    definitionHash: input.definitionHash,
     logDir: input.logDir,
     resumed: carry.resumed,
   });
@@ -226,6 +232,7 @@ async function startCarry(input: EvalTaskInput): Promise<EvalTaskCarry> {
     evalSet: input.evalSet,
     task: input.task,
     definition: input.definition,
+    definitionHash: input.definitionHash,
     logDir: input.logDir,
   });
   return {

@@ -12,9 +12,20 @@ import type { ConcurrencySettings } from '../definition/types';
 
 /** Input of the `evalSet` workflow (task queue `steward`, id `steward-<name>`). */
 export interface EvalSetInput {
-  /** Path of the definition (`evalset.yaml` or a module), as the workers can read it. */
+  /**
+   * Absolute path of the definition (`evalset.yaml` or a module). Without `definition_hash` the
+   * planning activity snapshots it into the log dir, and the eval set runs that snapshot.
+   */
   definition: string;
-  /** Log directory; default: the definition's `log_dir`, else `logs/<name>` beside the definition. */
+  /**
+   * sha256 of the definition's snapshot in `<log_dir>/.steward/definitions/` (64 hex digits), as
+   * `steward launch` took it; every process loads the definition from there. Needs `log_dir`.
+   */
+  definition_hash?: string;
+  /**
+   * Absolute log directory; default: the definition's `log_dir`, else `logs/<name>` beside the
+   * definition.
+   */
   log_dir?: string;
   /**
    * The knobs the launch chose (flag > `STEWARD_*` > `_steward.yaml` > definition), defaults left
@@ -78,8 +89,10 @@ export type { ConnectionsSetting, ResolvedSettings, SamplesSetting } from '../co
 /** What the `planEvalSet` activity makes of an {@link EvalSetInput}: small, so it fits in history. */
 export interface EvalSetPlan {
   name: string;
-  /** Absolute path of the definition. */
+  /** Absolute path of the definition, as launched (for people: the eval set runs the snapshot). */
   definition: string;
+  /** The definition's snapshot in the log dir (see {@link EvalSetInput.definition_hash}). */
+  definitionHash: string;
   /** Absolute log directory of this eval set. */
   logDir: string;
   settings: ResolvedSettings;
@@ -100,6 +113,8 @@ export interface EvalTaskInput {
   evalSet: string;
   task: string;
   definition: string;
+  /** The definition's snapshot in the log dir; absent only in runs started before snapshots. */
+  definitionHash?: string;
   logDir: string;
   /** Workflow id of the `evalSet` parent. */
   parentId: string;
@@ -132,6 +147,8 @@ export interface SampleInput {
   evalSet: string;
   task: string;
   definition: string;
+  /** The definition's snapshot in the log dir; absent only in runs started before snapshots. */
+  definitionHash?: string;
   logDir: string;
   index: number;
   /** Workflow id (not run id) of the `evalTask` to report to, so reports cross continue-as-new. */

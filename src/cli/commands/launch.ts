@@ -9,7 +9,8 @@ import { WorkflowIdReusePolicy, type Client, type WorkflowHandle } from '@tempor
 import { loadStewardYaml } from '../../config/load';
 import { settingsFromFlags, type KnobFlags } from '../../config/knobs';
 import { chooseSettings, withDefaults } from '../../config/settings';
-import { loadDefinition } from '../../definition/load';
+import { identityRefusals } from '../../definition/identity';
+import { loadDefinitionFiles, loadSnapshot, writeSnapshot } from '../../definition/snapshot';
 import { indicesWithKeys, sampleCount } from '../../definition/samples';
 import type { EvalSetDefinition } from '../../definition/types';
 import { ConfigError, ErrorType, ExitCode, StewardError, formatIssue } from '../../errors';
@@ -51,7 +52,7 @@ const STOP_DEADLINE_MS = 15_000;
 
 export async function launchCommand(file: string, opts: LaunchOptions): Promise<number> {
   const say = (line: string): void => void process.stderr.write(`${line}\n`);
-  const definition = await loadDefinition(path.resolve(file));
+  const { definition, used } = await loadDefinitionFiles(path.resolve(file));
   // Resolved here, once: the workflow carries what this process chose, so planning never reads
   // the environment or `_steward.yaml` of whichever process happens to run it.
   const chosen = chooseSettings({
@@ -82,18 +83,25 @@ export async function launchCommand(file: string, opts: LaunchOptions): Promise<
   const temporal = await resolveTemporal(process.env, { onProgress: say });
   const client = await connectClient(temporal);
   const workflowId = evalSetWorkflowId(definition.name);
-  const input: EvalSetInput = {
-    definition: definition.source,
-    log_dir: logDir,
-    settings: chosen.settings,
-  };
 
   let handle: WorkflowHandle<typeof evalSet>;
   if (await isRunning(client, workflowId)) {
     say(`eval set ${definition.name} is already running: re-attaching`);
     handle = client.workflow.getHandle(workflowId);
   } else {
-    const { done, total } = await countCompleted(definition, logDir);
+    // A task whose records in the log dir are another task's is refused before anything starts.
+    const refusals = await identityRefusals(openLogStore(logDir), definition);
+    if (refusals.length > 0) throw new StewardError(refusals.join('\n'), ExitCode.usage);
+    // The eval set runs this snapshot, by its hash: later edits of the files change nothing.
+    const hash = await writeSnapshot(used, logDir);
+    const pinned = await loadSnapshot({ logDir, hash, origin: definition.source });
+    const input: EvalSetInput = {
+      definition: definition.source,
+      definition_hash: hash,
+      log_dir: logDir,
+      settings: chosen.settings,
+    };
+    const { done, total } = await countCompleted(pinned, logDir);
     if (total > 0 && done === total) {
       say(
         `nothing to do: all ${total} samples of eval set ${definition.name} are already completed (${logDir})`,
@@ -220,7 +228,10 @@ async function watch(
     progress.stop();
     if (err instanceof StewardError) throw err;
     const cause = innermostCause(err);
-    const code = cause.type === ErrorType.logWrite ? ExitCode.environment : ExitCode.usage;
+    const code =
+      cause.type === ErrorType.logWrite || cause.type === ErrorType.snapshot
+        ? ExitCode.environment
+        : ExitCode.usage;
     throw new StewardError(`eval set failed: ${cause.message}`, code);
   } finally {
     unwatchLineage();
