@@ -64,18 +64,26 @@ import {
   type TaskPlan,
 } from './types';
 
+// Bad input fails these at once (non-retryable); the attempts are for infrastructure (a disk, a
+// restarting server), about ten minutes of it, after which the eval set fails saying why.
 const { planEvalSet, writeEvalSetSummary } = proxyActivities<ControlActivities>({
   startToCloseTimeout: '10 minutes',
-  retry: { maximumInterval: '30 seconds' },
+  retry: { maximumInterval: '30 seconds', maximumAttempts: 20 },
 });
 
 // Activities, not local activities: on replay a local activity can resolve in the same
 // activation as a worker report or a task's completion that originally came after it, and the
 // tend or the next task's start would then be decided on different state. A tend is worth its
 // three history events.
-const { observeTasks, appendRampHistory } = proxyActivities<ControlActivities>({
+const { appendRampHistory } = proxyActivities<ControlActivities>({
   startToCloseTimeout: '30 seconds',
-  retry: { maximumInterval: '10 seconds' },
+  retry: { maximumInterval: '10 seconds', maximumAttempts: 10 },
+});
+// A tend that cannot observe its tasks (Temporal busy, a worker gone) decides on what it last saw
+// rather than wait: the next tend looks again.
+const { observeTasks } = proxyActivities<ControlActivities>({
+  startToCloseTimeout: '1 minute',
+  retry: { maximumInterval: '5 seconds', maximumAttempts: 3 },
 });
 
 /** How long a task that said it is ending may take to close before the tend looks again. */
@@ -128,6 +136,7 @@ export async function evalSet(raw: EvalSetInput): Promise<EvalSetResult> {
       eval_set: plan?.name ?? parentId.replace(/^steward-/, ''),
       state: !plan ? 'planning' : tasks.every((t) => t.state === 'done') ? 'done' : 'running',
       definition: plan?.definition,
+      definition_hash: plan?.definitionHash,
       log_dir: plan?.logDir,
       settings: plan &&
         tender && { ...plan.settings, samples: tender.settings.samples as SamplesSetting },
@@ -207,6 +216,9 @@ export async function evalSet(raw: EvalSetInput): Promise<EvalSetResult> {
         waitForEndMs: TASK_END_WAIT_MS,
       });
       if (seen?.kind === 'ended') taskEnded(seen);
+    } catch (err) {
+      // A handler must not throw: the tend looks at every running task again anyway.
+      log.warn('could not confirm a task end', { task, error: (err as Error).message });
     } finally {
       confirming.delete(task);
     }
@@ -351,6 +363,9 @@ export async function evalSet(raw: EvalSetInput): Promise<EvalSetResult> {
     const runningIds = started.filter((name) => !results.has(name));
     const observed = await observeTasks({
       workflowIds: runningIds.map((name) => taskWorkflowId(parentId, name)),
+    }).catch((err: unknown) => {
+      log.warn('tend without observations', { error: (err as Error).message });
+      return [];
     });
     observedAt = Date.now();
     for (const seen of observed) {

@@ -275,6 +275,8 @@ export interface EvalSetStatus {
   eval_set: string;
   state: 'planning' | 'running' | 'done';
   definition?: string;
+  /** The content hash of the definition snapshot the eval set runs. */
+  definition_hash?: string;
   log_dir?: string;
   settings?: ResolvedSettings;
   tasks: TaskStatus[];
