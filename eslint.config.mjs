@@ -151,6 +151,27 @@ export default tseslint.config(
     },
   },
   {
+    // The definition's model (its types, datasets, sample indices, task identity) sits below the
+    // code that runs it: reading a definition file and building its solvers and scorers is
+    // src/loader's. The package entry (index.ts) re-exports the built-ins on purpose.
+    files: ['src/definition/**/*.ts'],
+    ignores: ['src/definition/index.ts'],
+    rules: {
+      'no-restricted-imports': [
+        'error',
+        {
+          patterns: [
+            {
+              group: [...UPPER_LAYERS, '../loader/*'],
+              allowTypeImports: true,
+              message: 'definition sits below the code that runs it: load and build in src/loader.',
+            },
+          ],
+        },
+      ],
+    },
+  },
+  {
     // Workflow code imports these: zod and pure modules only, no I/O.
     files: ['src/config/knobs.ts', 'src/config/settings.ts', 'src/config/issues.ts'],
     rules: {

@@ -10,7 +10,7 @@ import { spawn } from 'node:child_process';
 import { promises as fs, readFileSync } from 'node:fs';
 import * as os from 'node:os';
 import * as path from 'node:path';
-import { loadDefinition } from '../src/definition/load';
+import { loadDefinition } from '../src/loader/definition';
 import { runSample } from '../src/eval/run-sample';
 import { createModel } from '../src/models';
 import { throwawayDevConfig } from '../src/temporal/config';

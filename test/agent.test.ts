@@ -10,7 +10,7 @@ import * as os from 'node:os';
 import type Docker from 'dockerode';
 import { validateDefinition } from '../src/config/validate';
 import type { SamplesSetting } from '../src/config/settings';
-import { loadDefinition } from '../src/definition/load';
+import { loadDefinition } from '../src/loader/definition';
 import type { SampleContext, TaskState } from '../src/definition/types';
 import { agent, CONTINUE_MESSAGE, type AgentOptions } from '../src/eval/agent';
 import { sandboxCheck, type SandboxCheckOptions } from '../src/eval/sandbox-scorers';

@@ -4,7 +4,7 @@ import { tmpdir } from 'node:os';
 import * as path from 'node:path';
 import { promisify } from 'node:util';
 import { validateDefinition } from '../src/config/validate';
-import { loadDefinition } from '../src/definition/load';
+import { loadDefinition } from '../src/loader/definition';
 import { ConfigError, formatIssue } from '../src/errors';
 
 const FIXTURES = path.join(__dirname, 'fixtures', 'config');

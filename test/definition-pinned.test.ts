@@ -17,7 +17,7 @@ import { promises as fs } from 'node:fs';
 import * as path from 'node:path';
 import { Client, Connection } from '@temporalio/client';
 import { parse, stringify } from 'yaml';
-import { loadDefinitionFiles, writeSnapshot } from '../src/definition/snapshot';
+import { loadDefinitionFiles, writeSnapshot } from '../src/loader/snapshot';
 import type { EvalSetInput, EvalSetResult } from '../src/workflows/types';
 import {
   STEWARD_BIN,

@@ -1,5 +1,5 @@
 /**
- * The definition's snapshot (src/definition/snapshot.ts) and the task identity
+ * The definition's snapshot (src/loader/snapshot.ts) and the task identity
  * (src/definition/identity.ts): the hash and layout by tables, then the copy on disk as
  * `steward launch` takes it and as every worker loads it, with the originals edited, moved away
  * or the copy tampered with. Module definitions load through tsx, which Jest's sandbox cannot
@@ -20,7 +20,7 @@ import {
   snapshotDefinition,
   snapshotHash,
   snapshotLayout,
-} from '../src/definition/snapshot';
+} from '../src/loader/snapshot';
 import { REPO_ROOT, tempDir } from './helpers/cli';
 
 const file = (p: string, text: string) => ({ path: p, content: Buffer.from(text) });

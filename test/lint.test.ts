@@ -60,6 +60,12 @@ describe.each([
     ['../models'],
   ],
   [
+    'definition does not import the code that loads and runs it (eval, sandbox, loader)',
+    'src/definition/samples.ts',
+    "import { agent } from '../eval/agent';\nimport { loadSandboxSpec } from '../sandbox/compose';\nimport { loadDefinition } from '../loader/definition';\nimport type { SandboxSpec } from '../sandbox/types';\nexport const x = [agent, loadSandboxSpec, loadDefinition];\nexport type Y = SandboxSpec;\n",
+    ['../eval/agent', '../sandbox/compose', '../loader/definition'],
+  ],
+  [
     'core does not import workflow code, not even a type',
     'src/core/ranges.ts',
     "import type { EvalSetInput } from '../workflows/types';\nexport type X = EvalSetInput;\n",

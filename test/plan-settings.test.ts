@@ -9,7 +9,7 @@ import * as path from 'node:path';
 import { Client, Connection } from '@temporalio/client';
 import { createControlActivities } from '../src/activities/control';
 import { thisWorker } from '../src/activities/deps';
-import { loadDefinition } from '../src/definition/load';
+import { loadDefinition } from '../src/loader/definition';
 import { ErrorType } from '../src/errors';
 import { openLogStore } from '../src/logs/store';
 import {

@@ -9,7 +9,7 @@ import { promises as fs } from 'node:fs';
 import * as path from 'node:path';
 import { Client, Connection } from '@temporalio/client';
 import { parse, stringify } from 'yaml';
-import { SNAPSHOTS_DIR } from '../src/definition/snapshot';
+import { SNAPSHOTS_DIR } from '../src/loader/snapshot';
 import { evalSetWorkflowId } from '../src/workflows/types';
 import { runCli, tempDir, uniqueName, writeEvalSet, type CliResult } from './helpers/cli';
 import { readSampleRecords } from './helpers/results';

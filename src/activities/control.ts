@@ -9,7 +9,7 @@ import { innermostCause } from '../client/status';
 import { resolveSettings } from '../config/settings';
 import { identityRefusals } from '../definition/identity';
 import { sampleCount } from '../definition/samples';
-import { snapshotDefinition } from '../definition/snapshot';
+import { snapshotDefinition } from '../loader/snapshot';
 import type { EvalSetDefinition } from '../definition/types';
 import { ErrorType, formatIssue } from '../errors';
 import { checkLogDir } from '../logs/store';

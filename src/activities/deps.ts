@@ -12,7 +12,7 @@ import type { LogStore } from '../logs/store';
 
 /**
  * Where an activity finds its eval set's definition: the snapshot `hash` in `logDir` (see
- * src/definition/snapshot.ts). `path` is the definition as launched; it is read only for runs
+ * src/loader/snapshot.ts). `path` is the definition as launched; it is read only for runs
  * started before snapshots existed, which carry no hash.
  */
 export interface DefinitionRef {

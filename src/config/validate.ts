@@ -2,7 +2,7 @@
  * Validation of an eval set definition, in three pure steps: the zod schema (shape), rules
  * (relations between fields: unique names, known models, a usable ramp), normalise (shorthands
  * expanded, defaults filled; it runs last because it relies on the rules having held). No I/O:
- * the loader in `definition/load.ts` reads files and datasets.
+ * the loader in `loader/definition.ts` reads files and datasets.
  */
 
 import type { ConfigIssue } from '../errors';

@@ -63,7 +63,7 @@ export const sandboxCheck = named('sandbox_check', sandboxScorer);
 
 export type { AgentOptions } from '../eval/agent';
 export type { SandboxCheckOptions } from '../eval/sandbox-scorers';
-export { loadDefinition } from './load';
+export { loadDefinition } from '../loader/definition';
 export { loadDataset } from './dataset';
 export type {
   DatasetSpec,

@@ -8,8 +8,8 @@ import {
   type LogMetadata,
 } from '@temporalio/worker';
 import Dockerode from 'dockerode';
-import { loadDefinition } from '../definition/load';
-import { loadSnapshot } from '../definition/snapshot';
+import { loadDefinition } from '../loader/definition';
+import { loadSnapshot } from '../loader/snapshot';
 import type { Model } from '../definition/types';
 import { openLogStore, type LogStore } from '../logs/store';
 import { createModel } from '../models';

@@ -9,7 +9,7 @@ import { createInterface } from 'node:readline/promises';
 import Dockerode from 'dockerode';
 import { loadStewardYaml } from '../../config/load';
 import { resolveSettings, type ResolvedSettings } from '../../config/settings';
-import { loadDefinition } from '../../definition/load';
+import { loadDefinition } from '../../loader/definition';
 import type { EvalSetDefinition } from '../../definition/types';
 import { dockerPreflight, offerPoolFix, type PreflightReport } from '../../docker/preflight';
 import { ConfigError, ExitCode } from '../../errors';

@@ -10,7 +10,7 @@ import { loadStewardYaml } from '../../config/load';
 import { settingsFromFlags, type KnobFlags } from '../../config/knobs';
 import { chooseSettings, withDefaults } from '../../config/settings';
 import { identityRefusals } from '../../definition/identity';
-import { loadDefinitionFiles, loadSnapshot, writeSnapshot } from '../../definition/snapshot';
+import { loadDefinitionFiles, loadSnapshot, writeSnapshot } from '../../loader/snapshot';
 import { indicesWithKeys, sampleCount } from '../../definition/samples';
 import type { EvalSetDefinition } from '../../definition/types';
 import { ConfigError, ErrorType, ExitCode, StewardError, formatIssue } from '../../errors';

@@ -14,8 +14,8 @@ import { Module } from 'node:module';
 import * as path from 'node:path';
 import { ErrorType, ExitCode, StewardError } from '../errors';
 import { writeFailureReason } from '../logs/store';
-import { loadDefinition, type LoadOptions } from './load';
-import type { EvalSetDefinition } from './types';
+import { loadDefinition, type LoadOptions } from './definition';
+import type { EvalSetDefinition } from '../definition/types';
 
 /** Where snapshots live, under the log dir. */
 export const SNAPSHOTS_DIR = path.join('.steward', 'definitions');
