@@ -1,0 +1,73 @@
+/**
+ * The wire of call-slot leases between worker processes and the host's account owner: one JSON
+ * object per line over a local Unix socket. A call costs one round trip (`acquire` out, `grant`
+ * back); its release goes one way.
+ */
+import type { CallOutcome } from '../core/controller';
+import type { AccountRef, AccountUser } from '../models/account-host';
+
+export type ClientMessage =
+  /** Who the process is; sent first on every connection. */
+  | { t: 'hello'; pid: number; user: AccountUser | null }
+  /** Names account `n` for the rest of the connection, so acquires stay small. */
+  | { t: 'account'; n: number; account: AccountRef }
+  | { t: 'acquire'; id: number; n: number }
+  /** A queued acquire no longer wanted (its call was aborted). */
+  | { t: 'cancel'; id: number }
+  | { t: 'release'; id: number; outcome: CallOutcome }
+  | { t: 'retried'; n: number }
+  /** The process is alive and still holds its leases (see LEASE_TTL_MS). */
+  | { t: 'renew' };
+
+export type ServerMessage = { t: 'grant'; id: number } | { t: 'refuse'; id: number; error: string };
+
+/**
+ * A connection that holds leases and says nothing for this long is taken for hung, and its
+ * leases go back. (A dead process's socket closes at once; this is the backstop.)
+ */
+export const LEASE_TTL_MS = 10_000;
+/** How often a worker holding leases renews them: well inside the TTL. */
+export const LEASE_RENEW_MS = 2_000;
+
+/** Splits a stream into lines and hands each parsed one on; a line that is not JSON is dropped. */
+export function lineReader(onMessage: (message: unknown) => void): (chunk: Buffer) => void {
+  let buffered = '';
+  return (chunk) => {
+    buffered += chunk.toString('utf8');
+    let newline = buffered.indexOf('\n');
+    while (newline >= 0) {
+      const line = buffered.slice(0, newline);
+      buffered = buffered.slice(newline + 1);
+      if (line.length > 0) {
+        let message: unknown;
+        try {
+          message = JSON.parse(line);
+        } catch {
+          message = undefined;
+        }
+        if (message !== undefined) onMessage(message);
+      }
+      newline = buffered.indexOf('\n');
+    }
+  };
+}
+
+/** An outcome off the wire, or null if it is not one. */
+export function parseOutcome(value: unknown): CallOutcome | null {
+  const o = value as Partial<Record<string, unknown>> | null;
+  if (typeof o !== 'object' || o === null) return null;
+  switch (o.kind) {
+    case 'success':
+      return { kind: 'success', retried: o.retried === true };
+    case 'rateLimit':
+      return typeof o.retryAfterMs === 'number' && o.retryAfterMs >= 0
+        ? { kind: 'rateLimit', retryAfterMs: o.retryAfterMs }
+        : { kind: 'rateLimit' };
+    case 'transient':
+      return { kind: 'transient' };
+    case 'error':
+      return { kind: 'error' };
+    default:
+      return null;
+  }
+}
