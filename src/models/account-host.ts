@@ -148,6 +148,7 @@ export class AccountHost implements SlotSource {
       account.pending.set(evalSetId, emptyPending());
       if (window.lowestLimit === null) continue;
       reports.push({
+        account: accountName(account.ref),
         tasks: [...tasks],
         pid: this.options.pid,
         limit: window.lowestLimit,
@@ -216,6 +217,11 @@ export class AccountHost implements SlotSource {
     }
     if (set.length > 0) account.limiter.setCeiling(Math.min(...set));
   }
+}
+
+/** How reports and status name an account: never the key, at most a prefix of its hash. */
+export function accountName(ref: Pick<AccountRef, 'label' | 'keyHash'>): string {
+  return ref.keyHash ? `${ref.label} key ${ref.keyHash}` : ref.label;
 }
 
 function newLimiter(connections: ConnectionsSetting, now: () => number): ConnectionLimiter {

@@ -10,6 +10,7 @@ import {
   LEASE_RENEW_MS,
   lineReader,
   type ClientMessage,
+  type HostStats,
   type ServerMessage,
 } from './lease-protocol';
 
@@ -132,6 +133,7 @@ export class LeaseClient implements SlotSource {
   }
 
   private receive(link: Link, message: ServerMessage): void {
+    if (message.t === 'stats') return;
     const waiting = link.waiting.get(message.id);
     if (message.t === 'grant') {
       if (!waiting) {
@@ -169,4 +171,32 @@ export class LeaseClient implements SlotSource {
   private send(link: Link, message: ClientMessage): void {
     link.socket.write(`${JSON.stringify(message)}\n`);
   }
+}
+
+/**
+ * The live state of the accounts owner listening at `socketPath`, or null if nothing answers
+ * within `timeoutMs` (no supervisor on this host, or a stale socket file).
+ */
+export async function readHostStats(
+  socketPath: string,
+  timeoutMs = 2_000,
+): Promise<HostStats | null> {
+  return new Promise((resolve) => {
+    const socket = connect(socketPath);
+    const done = (stats: HostStats | null) => {
+      clearTimeout(timer);
+      socket.destroy();
+      resolve(stats);
+    };
+    const timer = setTimeout(() => done(null), timeoutMs);
+    socket.on('error', () => done(null));
+    socket.on(
+      'data',
+      lineReader((message) => {
+        const m = message as ServerMessage;
+        if (m.t === 'stats' && m.id === 0) done(m.stats);
+      }),
+    );
+    socket.write(`${JSON.stringify({ t: 'stats', id: 0 } satisfies ClientMessage)}\n`);
+  });
 }

@@ -4,7 +4,7 @@
  * back); its release goes one way.
  */
 import type { CallOutcome } from '../core/controller';
-import type { AccountRef, AccountUser } from '../models/account-host';
+import type { AccountRef, AccountSnapshot, AccountUser } from '../models/account-host';
 
 export type ClientMessage =
   /** Who the process is; sent first on every connection. */
@@ -17,9 +17,30 @@ export type ClientMessage =
   | { t: 'release'; id: number; outcome: CallOutcome }
   | { t: 'retried'; n: number }
   /** The process is alive and still holds its leases (see LEASE_TTL_MS). */
-  | { t: 'renew' };
+  | { t: 'renew' }
+  /** The host's accounts and who holds their slots (for `steward status` and tests). */
+  | { t: 'stats'; id: number };
 
-export type ServerMessage = { t: 'grant'; id: number } | { t: 'refuse'; id: number; error: string };
+/** One worker process's connection, as the owner sees it. */
+export interface LeaseHolder {
+  pid: number | null;
+  evalSetId: string | null;
+  tasks: string[];
+  held: number;
+  waiting: number;
+}
+
+export interface HostStats {
+  /** The owner's process id. */
+  pid: number;
+  accounts: AccountSnapshot[];
+  holders: LeaseHolder[];
+}
+
+export type ServerMessage =
+  | { t: 'grant'; id: number }
+  | { t: 'refuse'; id: number; error: string }
+  | { t: 'stats'; id: number; stats: HostStats };
 
 /**
  * A connection that holds leases and says nothing for this long is taken for hung, and its

@@ -15,6 +15,8 @@ import {
   lineReader,
   parseOutcome,
   type ClientMessage,
+  type HostStats,
+  type LeaseHolder,
   type ServerMessage,
 } from './lease-protocol';
 
@@ -52,8 +54,13 @@ export async function serveLeases(
   const ttlMs = options.ttlMs ?? LEASE_TTL_MS;
   const now = options.now ?? Date.now;
   const connections = new Set<Connection>();
+  const stats = (): HostStats => ({
+    pid: process.pid,
+    accounts: host.snapshot(),
+    holders: [...connections].map((c) => c.holder()),
+  });
   const server: Server = createServer((socket) => {
-    const connection = new Connection(host, socket, now);
+    const connection = new Connection(host, socket, now, stats);
     connections.add(connection);
     socket.on('close', () => {
       connections.delete(connection);
@@ -105,6 +112,7 @@ class Connection {
   readonly waiting = new Map<number, AbortController>();
   private readonly accounts = new Map<number, { slots: CallSlots; key: string }>();
   private user: AccountUser | null = null;
+  private pid: number | null = null;
   private lastSeen: number;
   private open = true;
 
@@ -112,6 +120,7 @@ class Connection {
     private readonly host: AccountHost,
     readonly socket: Socket,
     private readonly now: () => number,
+    private readonly stats: () => HostStats,
   ) {
     this.lastSeen = now();
     socket.setNoDelay(true);
@@ -132,6 +141,16 @@ class Connection {
     this.waiting.clear();
   }
 
+  holder(): LeaseHolder {
+    return {
+      pid: this.pid,
+      evalSetId: this.user?.evalSetId ?? null,
+      tasks: this.user?.tasks ?? [],
+      held: this.held.size,
+      waiting: this.waiting.size,
+    };
+  }
+
   expireIfSilent(ttlMs: number): void {
     const holding = this.held.size + this.waiting.size > 0;
     if (holding && this.now() - this.lastSeen > ttlMs) this.socket.destroy();
@@ -143,6 +162,7 @@ class Connection {
     switch (message.t) {
       case 'hello':
         this.user = validUser(message.user);
+        this.pid = Number.isInteger(message.pid) ? message.pid : null;
         return;
       case 'account':
         if (Number.isInteger(message.n) && validAccount(message.account)) {
@@ -169,6 +189,10 @@ class Connection {
         return;
       }
       case 'renew':
+        return;
+      case 'stats':
+        if (Number.isInteger(message.id))
+          this.send({ t: 'stats', id: message.id, stats: this.stats() });
         return;
     }
   }

@@ -4,8 +4,10 @@
  * decisions themselves are the pure `decideTend` of src/core/ramp.
  */
 import {
+  decideAccount,
   decideTend,
   initialSetpoints,
+  type AccountRampState,
   type Holds,
   type RampChange,
   type RampSettings,
@@ -46,8 +48,22 @@ export interface TendedTask {
   workers: WorkerWindow;
 }
 
+/** A provider account the eval set's tasks use, as its hosts' owners reported it. */
+export interface TendedAccount {
+  /** Named without a secret (see `WorkerReport.account`). */
+  name: string;
+  /** Tasks whose calls went through it. */
+  tasks: string[];
+  state: AccountRampState;
+  window: WorkerWindow;
+  /** The last window's rate-limit errors, for status. */
+  lastRateLimitEpisodes: number;
+}
+
 export class Tender {
   readonly tasks = new Map<string, TendedTask>();
+  /** By name; a task is on at most one (a task has one model). */
+  readonly accounts = new Map<string, TendedAccount>();
   readonly holds: Holds = { global: null, tasks: {} };
   readonly history: RampHistoryEntry[] = [];
   /** History entries not yet written to the log. */
@@ -111,6 +127,7 @@ export class Tender {
         status: 'running',
         remainingSamples: t.status.samples - t.status.completed - t.status.errored,
         window: this.window(t),
+        accountManaged: this.accountOf(t.plan.name) !== undefined,
       })),
     });
     for (const decided of plan.tasks) {
@@ -127,21 +144,14 @@ export class Tender {
       };
       task.workers = emptyWindow();
     }
-    return this.apply(plan.changes);
+    return [...new Set([...this.apply(plan.changes), ...this.tendAccounts(now)])];
   }
 
   report(report: WorkerReport): void {
+    if (report.account !== undefined) this.reportAccount(report.account, report);
     for (const name of report.tasks) {
       const w = this.tasks.get(name)?.workers;
-      if (!w) continue;
-      w.rateLimitEpisodes += report.rateLimitEpisodes;
-      w.cuts += report.cuts;
-      w.retries += report.retries;
-      // State carried over from a run before this field existed has none yet.
-      w.queuedShare = Math.max(w.queuedShare ?? 0, report.queuedShare ?? 0);
-      const level = report.pushbackLevel ?? null;
-      if (level !== null) w.pushbackLevel = Math.max(w.pushbackLevel ?? 0, level);
-      w.lowestLimit = w.lowestLimit === null ? report.limit : Math.min(w.lowestLimit, report.limit);
+      if (w) addReport(w, report);
     }
   }
 
@@ -210,6 +220,91 @@ export class Tender {
     });
   }
 
+  /**
+   * Each account's ceiling from its window (SPEC §2: the wall, the reversal clamp and the ceiling
+   * belong to the account); its running tasks show it and their workers' owners apply it.
+   * Returns the tasks whose ceiling moved.
+   */
+  private tendAccounts(now: number): string[] {
+    const touched: string[] = [];
+    for (const account of this.accounts.values()) {
+      const tasks = account.tasks.filter(
+        (name) => this.tasks.get(name)?.status.state === 'running',
+      );
+      if (tasks.length === 0) continue;
+      const held =
+        this.holds.global !== null || tasks.some((name) => Object.hasOwn(this.holds.tasks, name));
+      const w = account.window;
+      const decided = decideAccount(this.settings, now, {
+        ...account.state,
+        account: account.name,
+        tasks,
+        held,
+        window: {
+          rateLimitEpisodes: w.rateLimitEpisodes,
+          controllerCuts: w.cuts,
+          controllerLimit: w.lowestLimit,
+          pushbackLevel: w.pushbackLevel,
+        },
+      });
+      account.state = decided.state;
+      account.lastRateLimitEpisodes = w.rateLimitEpisodes;
+      account.window = emptyWindow();
+      for (const change of decided.changes) {
+        this.log({
+          time: change.at,
+          task: change.tasks.join(','),
+          account: change.account,
+          kind: 'connections',
+          from: change.from,
+          to: change.to,
+          reason: change.reason,
+        });
+      }
+      for (const name of tasks) {
+        const task = this.tasks.get(name)!;
+        if (task.ramp.connectionCeiling === decided.state.ceiling) continue;
+        task.ramp.connectionCeiling = decided.state.ceiling;
+        task.status.connection_limit = decided.state.ceiling;
+        touched.push(name);
+      }
+    }
+    return touched;
+  }
+
+  private reportAccount(name: string, report: WorkerReport): void {
+    let account = this.accounts.get(name);
+    if (!account) {
+      // It starts where its tasks' ceilings stand: what its owner applies until the next tend.
+      const ceilings = report.tasks.flatMap((t) => {
+        const limit = this.tasks.get(t)?.ramp.connectionCeiling;
+        return limit ? [limit] : [];
+      });
+      account = {
+        name,
+        tasks: [],
+        state: {
+          ceiling: ceilings.length > 0 ? Math.min(...ceilings) : report.limit,
+          clamp: null,
+          pushbackWindows: 0,
+          wall: null,
+        },
+        window: emptyWindow(),
+        lastRateLimitEpisodes: 0,
+      };
+      this.accounts.set(name, account);
+    }
+    for (const task of report.tasks) {
+      if (this.tasks.has(task) && !account.tasks.includes(task)) account.tasks.push(task);
+    }
+    addReport(account.window, report);
+  }
+
+  private accountOf(task: string): TendedAccount | undefined {
+    for (const account of this.accounts.values()) if (account.tasks.includes(task)) return account;
+    return undefined;
+  }
+
   /** History entries recorded since the last call, for the log. */
   takeUnsaved(): RampHistoryEntry[] {
     const entries = this.unsaved;
@@ -266,6 +361,17 @@ export class Tender {
     if (this.history.length > HISTORY_KEPT) this.history.shift();
     this.unsaved.push(full);
   }
+}
+
+function addReport(w: WorkerWindow, report: WorkerReport): void {
+  w.rateLimitEpisodes += report.rateLimitEpisodes;
+  w.cuts += report.cuts;
+  w.retries += report.retries;
+  // State carried over from a run before this field existed has none yet.
+  w.queuedShare = Math.max(w.queuedShare ?? 0, report.queuedShare ?? 0);
+  const level = report.pushbackLevel ?? null;
+  if (level !== null) w.pushbackLevel = Math.max(w.pushbackLevel ?? 0, level);
+  w.lowestLimit = w.lowestLimit === null ? report.limit : Math.min(w.lowestLimit, report.limit);
 }
 
 function emptyWindow(): WorkerWindow {

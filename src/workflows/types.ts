@@ -137,8 +137,10 @@ export function taskCounters(status: TaskStatus) {
 export interface RampHistoryEntry {
   /** ISO time. */
   time: string;
-  /** The task, or `*` for all tasks. */
+  /** The task, or `*` for all tasks; for an account's move, the tasks on it, comma-separated. */
   task: string;
+  /** For a move of a provider account's ceiling: the account (never a secret). */
+  account?: string;
   kind: 'setpoint' | 'connections' | 'hold' | 'resume' | 'range';
   from: number | null;
   to: number | null;
@@ -167,6 +169,12 @@ export interface SetSamplesRampArgs {
 
 /** What a worker process saw of one provider account during a window. */
 export interface WorkerReport {
+  /**
+   * The provider account, named without a secret (`<model> at <base URL> key <hash>`): its
+   * host's owner reports it once for all its tasks, and the tend decides its ceiling. Absent
+   * from older workers, which reported per process.
+   */
+  account?: string;
   /** Tasks the process serves (their windows all include this report). */
   tasks: string[];
   pid: number;

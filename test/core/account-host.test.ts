@@ -71,6 +71,7 @@ describe('AccountHost: one controller per account for every process of the host'
     time.advance(1_000);
     expect(h.drain('e')).toEqual([
       {
+        account: 'm at http://sim key k1',
         tasks: ['t1', 't2', 't3'],
         pid: 7,
         limit: 15,
