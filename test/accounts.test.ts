@@ -147,10 +147,12 @@ describe('one controller per provider account per host', () => {
   }
 
   test('4 tasks on one account behind a 40-concurrent provider: one controller, and after the first rate-limit episode no more than 40 calls at once', async () => {
-    const provider = await startSimProvider({ latencyMs: 1_000, jitterMs: 100, concurrency: 40 });
+    // 4 x 30-40 samples of one 2 s call each want three to four times the provider's 40 calls
+    // at once, without burying a 2-core machine under sample workflows.
+    const provider = await startSimProvider({ latencyMs: 2_000, jitterMs: 100, concurrency: 40 });
     const providerStart = Date.now();
-    const samples = 700;
-    const run = await launch('shared', provider, 4, samples);
+    const samples = 250;
+    const run = await launch('shared', provider, 4, samples, ['--samples-ramp', '30,40']);
     try {
       // One account, one controller, every worker process leasing from it.
       const shared = await until(
@@ -185,7 +187,7 @@ describe('one controller per provider account per host', () => {
       }, 10_000);
       expect(held.accounts[0].limit).toBeLessThanOrEqual(40);
 
-      // Calls admitted under the old limit drain (1 s each, and retries' backoff); from then on
+      // Calls admitted under the old limit drain (2 s each, and retries' backoff); from then on
       // the provider never sees more than 40 of our calls: not one 429.
       await new Promise((r) => setTimeout(r, 6_000));
       const from = Math.ceil((Date.now() - providerStart) / 1000) + 1;
@@ -193,7 +195,7 @@ describe('one controller per provider account per host', () => {
       const after = provider.stats().series.filter((p) => p.t >= from);
       const requests = after.reduce((n, p) => n + p.requests, 0);
       const refused = after.reduce((n, p) => n + p.rate_limited, 0);
-      expect(requests).toBeGreaterThan(500);
+      expect(requests).toBeGreaterThan(300);
       expect(refused / requests).toBeLessThan(0.01);
       expect(refused).toBe(0);
       expect(Math.max(...after.map((p) => p.in_flight))).toBe(40);

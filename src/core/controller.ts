@@ -10,6 +10,8 @@
  * The clock is injected and nothing here does I/O, so every rule is testable by driving calls.
  */
 
+import type { CallCost } from './pacing';
+
 /** How one attempt at a model call ended, as the caller classified it. */
 export type CallOutcome =
   /** `retried`: an earlier attempt of the same call failed, so this success proves nothing about the limit. */
@@ -78,9 +80,10 @@ export interface ConnectionsWindow {
 export interface CallSlots {
   /**
    * Waits for a slot. Rejects with the signal's reason if `signal` aborts first (the call then
-   * holds no slot and leaves the queue).
+   * holds no slot and leaves the queue). `cost`, the call's estimate, lets an account's owner
+   * pace it against the provider's limits; a bare limiter ignores it.
    */
-  acquire(signal?: AbortSignal): Promise<Release>;
+  acquire(signal?: AbortSignal, cost?: CallCost): Promise<Release>;
 }
 
 /** A concurrency limit on model calls. Waiters are served first come, first served. */

@@ -7,7 +7,9 @@
  *
  * No I/O and an injected clock: the socket and the eval sets are the callers' business.
  */
+import { setTimeout as sleepFor } from 'node:timers/promises';
 import { AdaptiveConnections, FixedConnections, type CallSlots } from '../core/controller';
+import { ONE_REQUEST, Pacer, type PacingState, type RateLimitReading } from '../core/pacing';
 import type { ConnectionLimiter, ConnectionsWindow } from '../core/controller';
 import type { ConnectionsSetting } from '../config/settings';
 import type { WorkerReport } from '../workflows/types';
@@ -38,6 +40,8 @@ export interface SlotSource {
   slots(account: AccountRef, user: AccountUser | null): CallSlots;
   /** A call of the account is about to be retried (counted for the ramp's surge gate). */
   retried(key: string): void;
+  /** What an answer's rate-limit headers said of the account's limits (for pacing). */
+  observe(key: string, reading: RateLimitReading): void;
 }
 
 /** One account's state as `steward status` shows it. */
@@ -53,6 +57,8 @@ export interface AccountSnapshot {
   rateLimitEpisodes: number;
   cuts: number;
   coolingDown: boolean;
+  /** Pacing from the provider's rate-limit headers. */
+  pacing: PacingState;
   /** Eval set id -> tasks using the account. */
   users: Record<string, string[]>;
 }
@@ -71,6 +77,9 @@ interface PendingWindow {
 interface HostedAccount {
   ref: AccountRef;
   limiter: ConnectionLimiter;
+  pacer: Pacer;
+  /** The limiter behind the pacer: what callers get. */
+  slots: CallSlots;
   /** Eval set id -> tasks whose calls went through the account. */
   users: Map<string, Set<string>>;
   /** Retries since the controller was last drained. */
@@ -84,6 +93,8 @@ export interface AccountHostOptions {
   now: () => number;
   /** Named in reports (the owner's process id). */
   pid: number;
+  /** Waits out a pacing delay; rejects when `signal` aborts. @default a timer */
+  sleep?: (ms: number, signal?: AbortSignal) => Promise<void>;
 }
 
 export class AccountHost implements SlotSource {
@@ -96,9 +107,22 @@ export class AccountHost implements SlotSource {
   slots(ref: AccountRef, user: AccountUser | null): CallSlots {
     let account = this.accounts.get(ref.key);
     if (!account) {
+      const limiter = newLimiter(ref.connections, this.options.now);
+      const pacer = new Pacer({ now: this.options.now });
+      const sleep = this.options.sleep ?? ((ms, signal) => sleepFor(ms, undefined, { signal }));
       account = {
         ref,
-        limiter: newLimiter(ref.connections, this.options.now),
+        limiter,
+        pacer,
+        // Paced before it takes a slot: a call waiting out the provider's limit holds no
+        // connection the controller would count as in flight.
+        slots: {
+          async acquire(signal, cost) {
+            const wait = pacer.reserve(cost ?? ONE_REQUEST);
+            if (wait > 0) await sleep(wait, signal);
+            return limiter.acquire(signal);
+          },
+        },
         users: new Map(),
         retries: 0,
         lastDrainAt: this.options.now(),
@@ -107,12 +131,16 @@ export class AccountHost implements SlotSource {
       this.accounts.set(ref.key, account);
     }
     if (user) this.use(account, user);
-    return account.limiter;
+    return account.slots;
   }
 
   retried(key: string): void {
     const account = this.accounts.get(key);
     if (account) account.retries += 1;
+  }
+
+  observe(key: string, reading: RateLimitReading): void {
+    this.accounts.get(key)?.pacer.observe(reading);
   }
 
   /** Whether any call of the eval set's tasks has gone through an account here. */
@@ -187,6 +215,7 @@ export class AccountHost implements SlotSource {
         rateLimitEpisodes: s.rateLimitEpisodes,
         cuts: s.cuts,
         coolingDown: s.coolingDown,
+        pacing: account.pacer.state(),
         users: Object.fromEntries([...account.users].map(([id, tasks]) => [id, [...tasks]])),
       };
     });

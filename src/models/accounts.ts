@@ -6,11 +6,12 @@
 import { createHash } from 'node:crypto';
 import { setTimeout as delay } from 'node:timers/promises';
 import { retryModelCall } from '../core/backoff';
+import { estimateCost, readRateLimitHeaders } from '../core/pacing';
 import { classifyError } from '../core/retry';
-import type { Model } from '../definition/types';
+import type { ChatMessage, Model, ToolDefinition } from '../definition/types';
 import { ErrorType } from '../errors';
 import type { ConnectionsSetting } from '../config/settings';
-import { modelCredentials, parseModelName } from '.';
+import { modelCredentials, parseModelName, type ModelHooks } from '.';
 import type { AccountRef, AccountUser, SlotSource } from './account-host';
 
 /** A model call that failed for good, as a value with a stable type. */
@@ -45,6 +46,21 @@ export class ProviderAccounts {
   }
 
   /**
+   * What a model of `name` reports back to its account as it answers: the rate-limit headers of
+   * every answer, success or refusal, for the account's pacing.
+   */
+  hooks(name: string): ModelHooks {
+    if (parseModelName(name).provider === 'mockllm') return {};
+    const { key } = accountRef(name, this.options.env, this.options.connections);
+    return {
+      onResponseHeaders: (get) => {
+        const reading = readRateLimitHeaders(get, this.now());
+        if (Object.keys(reading).length > 0) this.options.source.observe(key, reading);
+      },
+    };
+  }
+
+  /**
    * The model, with its calls through its account's controller and retried by Steward's policy.
    * `mockllm` has no provider account (no network, no rate limit) and is returned as is.
    */
@@ -56,6 +72,12 @@ export class ProviderAccounts {
     return {
       name: model.name,
       generate: (messages, options) => {
+        // Estimated before sending, for the provider's tokens limit (see src/core/pacing).
+        const cost = estimateCost(
+          inputChars(messages, options?.tools),
+          options?.config?.max_tokens,
+        );
+        const paced = { acquire: (signal?: AbortSignal) => slots.acquire(signal, cost) };
         let attempts = 0;
         return retryModelCall(
           (attempt) => {
@@ -67,7 +89,7 @@ export class ProviderAccounts {
             sleep: (ms, signal) => delay(ms, undefined, { signal }),
             random: Math.random,
             signal: options?.signal,
-            controller: slots,
+            controller: paced,
             ...(model.maxRetries === undefined ? {} : { maxAttempts: model.maxRetries + 1 }),
             onRetry: () => this.options.source.retried(account.key),
           },
@@ -101,6 +123,19 @@ export function accountRef(
     keyHash: hash.slice(0, 8),
     connections,
   };
+}
+
+/** Characters a request sends as input: messages, tool calls and tool definitions. */
+function inputChars(messages: ChatMessage[], tools: ToolDefinition[] | undefined): number {
+  let chars = tools ? JSON.stringify(tools).length : 0;
+  for (const message of messages) {
+    chars += message.content.length;
+    if (message.role === 'assistant') {
+      for (const call of message.tool_calls ?? [])
+        chars += call.name.length + call.arguments.length;
+    }
+  }
+  return chars;
 }
 
 /**

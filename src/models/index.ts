@@ -15,6 +15,12 @@ import { createOpenAIModel, openAIArgsSchema } from './openai';
 export const MODEL_PROVIDERS = ['mockllm', 'openai', 'openai-api', 'anthropic'] as const;
 export type ModelProvider = (typeof MODEL_PROVIDERS)[number];
 
+/** What a model reports as it answers, to whoever governs its calls. */
+export interface ModelHooks {
+  /** Every HTTP answer's headers (success or error), by lower-case name. */
+  onResponseHeaders?(get: (name: string) => string | null | undefined): void;
+}
+
 /** A model name split into its parts. */
 export interface ParsedModelName {
   provider: ModelProvider;
@@ -130,6 +136,7 @@ export function createModel(
   name: string,
   args: Record<string, unknown>,
   env: NodeJS.ProcessEnv,
+  hooks: ModelHooks = {},
 ): Model {
   const parsed = parseModelName(name);
   const problem = checkModelEnvironment(name, env);
@@ -151,6 +158,7 @@ export function createModel(
           maxTokensParam: 'max_completion_tokens',
         },
         parseModelArgs(openAIArgsSchema, args),
+        hooks,
       );
     case 'openai-api':
       return createOpenAIModel(
@@ -163,6 +171,7 @@ export function createModel(
           maxTokensParam: 'max_tokens',
         },
         parseModelArgs(openAIArgsSchema, args),
+        hooks,
       );
     case 'anthropic':
       // checkModelEnvironment has already refused it; kept for exhaustiveness.

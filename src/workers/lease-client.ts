@@ -5,6 +5,7 @@
  */
 import { connect, type Socket } from 'node:net';
 import type { CallOutcome, CallSlots, Release } from '../core/controller';
+import type { CallCost, RateLimitReading } from '../core/pacing';
 import type { AccountRef, AccountUser, SlotSource } from '../models/account-host';
 import {
   LEASE_RENEW_MS,
@@ -50,7 +51,15 @@ export class LeaseClient implements SlotSource {
   }
 
   slots(account: AccountRef): CallSlots {
-    return { acquire: (signal) => this.acquire(account, signal) };
+    return { acquire: (signal, cost) => this.acquire(account, signal, cost) };
+  }
+
+  observe(key: string, reading: RateLimitReading): void {
+    const link = this.link;
+    const n = link?.named.get(key);
+    if (link?.open && n !== undefined && Object.keys(reading).length > 0) {
+      this.send(link, { t: 'limits', n, reading });
+    }
   }
 
   retried(key: string): void {
@@ -65,7 +74,11 @@ export class LeaseClient implements SlotSource {
     this.link = null;
   }
 
-  private async acquire(account: AccountRef, signal?: AbortSignal): Promise<Release> {
+  private async acquire(
+    account: AccountRef,
+    signal?: AbortSignal,
+    cost?: CallCost,
+  ): Promise<Release> {
     if (signal?.aborted) throw signal.reason;
     const link = this.connection();
     await link.ready;
@@ -88,7 +101,7 @@ export class LeaseClient implements SlotSource {
         signal.addEventListener('abort', waiting.onAbort, { once: true });
       }
       link.waiting.set(id, waiting);
-      this.send(link, { t: 'acquire', id, n });
+      this.send(link, cost ? { t: 'acquire', id, n, cost } : { t: 'acquire', id, n });
     });
   }
 

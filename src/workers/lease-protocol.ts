@@ -4,6 +4,7 @@
  * back); its release goes one way.
  */
 import type { CallOutcome } from '../core/controller';
+import { BUCKETS, type CallCost, type RateLimitReading } from '../core/pacing';
 import type { AccountRef, AccountSnapshot, AccountUser } from '../models/account-host';
 
 export type ClientMessage =
@@ -11,7 +12,9 @@ export type ClientMessage =
   | { t: 'hello'; pid: number; user: AccountUser | null }
   /** Names account `n` for the rest of the connection, so acquires stay small. */
   | { t: 'account'; n: number; account: AccountRef }
-  | { t: 'acquire'; id: number; n: number }
+  | { t: 'acquire'; id: number; n: number; cost?: CallCost }
+  /** An answer's rate-limit headers, read (for the account's pacing). */
+  | { t: 'limits'; n: number; reading: RateLimitReading }
   /** A queued acquire no longer wanted (its call was aborted). */
   | { t: 'cancel'; id: number }
   | { t: 'release'; id: number; outcome: CallOutcome }
@@ -71,6 +74,36 @@ export function lineReader(onMessage: (message: unknown) => void): (chunk: Buffe
       newline = buffered.indexOf('\n');
     }
   };
+}
+
+/** A cost off the wire, or undefined if it is not one. */
+export function parseCost(value: unknown): CallCost | undefined {
+  const c = value as Partial<Record<keyof CallCost, unknown>> | null;
+  if (typeof c !== 'object' || c === null) return undefined;
+  const fields = [c.requests, c.tokens, c.inputTokens, c.outputTokens];
+  if (!fields.every((v) => typeof v === 'number' && Number.isFinite(v) && v >= 0)) return undefined;
+  return c as CallCost;
+}
+
+/** A reading off the wire, keeping only well-formed limits. */
+export function parseReading(value: unknown): RateLimitReading {
+  const reading: RateLimitReading = {};
+  if (typeof value !== 'object' || value === null) return reading;
+  for (const name of BUCKETS) {
+    const b = (value as Record<string, Record<string, unknown> | undefined>)[name];
+    if (
+      b &&
+      typeof b.limit === 'number' &&
+      b.limit > 0 &&
+      typeof b.remaining === 'number' &&
+      b.remaining >= 0 &&
+      typeof b.resetAt === 'number' &&
+      Number.isFinite(b.resetAt)
+    ) {
+      reading[name] = { limit: b.limit, remaining: b.remaining, resetAt: b.resetAt };
+    }
+  }
+  return reading;
 }
 
 /** An outcome off the wire, or null if it is not one. */

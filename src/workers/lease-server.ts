@@ -9,11 +9,14 @@ import { createServer, type Server, type Socket } from 'node:net';
 import * as os from 'node:os';
 import * as path from 'node:path';
 import type { CallSlots, Release } from '../core/controller';
+import type { CallCost } from '../core/pacing';
 import type { AccountHost, AccountRef, AccountUser } from '../models/account-host';
 import {
   LEASE_TTL_MS,
   lineReader,
+  parseCost,
   parseOutcome,
+  parseReading,
   type ClientMessage,
   type HostStats,
   type LeaseHolder,
@@ -57,7 +60,8 @@ export async function serveLeases(
   const stats = (): HostStats => ({
     pid: process.pid,
     accounts: host.snapshot(),
-    holders: [...connections].map((c) => c.holder()),
+    // A worker says hello first; a connection that did not (a status reader) holds nothing.
+    holders: [...connections].flatMap((c) => c.holder() ?? []),
   });
   const server: Server = createServer((socket) => {
     const connection = new Connection(host, socket, now, stats);
@@ -141,7 +145,8 @@ class Connection {
     this.waiting.clear();
   }
 
-  holder(): LeaseHolder {
+  holder(): LeaseHolder | null {
+    if (this.pid === null && this.user === null) return null;
     return {
       pid: this.pid,
       evalSetId: this.user?.evalSetId ?? null,
@@ -171,7 +176,12 @@ class Connection {
         }
         return;
       case 'acquire':
-        return this.acquire(message.id, message.n);
+        return this.acquire(message.id, message.n, parseCost(message.cost));
+      case 'limits': {
+        const account = this.accounts.get(message.n);
+        if (account) this.host.observe(account.key, parseReading(message.reading));
+        return;
+      }
       case 'cancel':
         this.waiting.get(message.id)?.abort(new Error('cancelled'));
         return;
@@ -197,7 +207,7 @@ class Connection {
     }
   }
 
-  private acquire(id: number, n: number): void {
+  private acquire(id: number, n: number, cost: CallCost | undefined): void {
     const account = this.accounts.get(n);
     if (!Number.isInteger(id) || this.held.has(id) || this.waiting.has(id)) return;
     if (!account) {
@@ -206,7 +216,7 @@ class Connection {
     }
     const abort = new AbortController();
     this.waiting.set(id, abort);
-    account.slots.acquire(abort.signal).then(
+    account.slots.acquire(abort.signal, cost).then(
       (release) => {
         this.waiting.delete(id);
         if (!this.open) {
