@@ -17,6 +17,8 @@ import { readSampleRecords } from './helpers/results';
 import { STEWARD_BIN, tempDir, uniqueName } from './helpers/cli';
 
 const TEND_SECONDS = 2;
+/** Must never show in status, history or the owner's state. */
+const API_KEY = 'sk-accounts-test-0123456789';
 
 interface Run {
   name: string;
@@ -88,7 +90,7 @@ describe('one controller per provider account per host', () => {
       ],
       {
         cwd: dir,
-        env: { ...process.env, SIM_BASE_URL: provider.url, SIM_API_KEY: 'sim' },
+        env: { ...process.env, SIM_BASE_URL: provider.url, SIM_API_KEY: API_KEY },
         stdio: 'ignore',
       },
     );
@@ -167,20 +169,34 @@ describe('one controller per provider account per host', () => {
       expect(shared.accounts[0].users[`steward-${run.name}`].sort()).toEqual(run.tasks);
       expect(new Set(shared.holders.map((h) => h.pid)).size).toBe(4);
 
-      // The first episode: the controller doubled past 40; the wall brings every task's ceiling
-      // to 40, and the account's controller with it.
+      // The first episode: the controller doubled past 40; the account's wall brings its
+      // ceiling to 40, for every task on it.
       const walled = await until(
         async () => {
           const s = await status(run);
-          const all = s?.tasks.every(
-            (t) => t.state !== 'running' || (t.connection_limit ?? 999) <= 40,
-          );
-          return s && all && s.tasks.some((t) => t.state === 'running') ? s : undefined;
+          const wall = s?.ramp_history.find((e) => e.account && e.reason.startsWith('wall: '));
+          return s && wall ? { s, wall } : undefined;
         },
         120_000,
         async () => ({ status: await status(run), host: await hostStats(run) }),
       );
-      expect(walled.ramp_history.some((e) => e.reason.startsWith('wall: '))).toBe(true);
+      expect(walled.wall).toMatchObject({
+        kind: 'connections',
+        to: 40,
+        account: `openai-api/sim/shared at ${provider.url} key ${shared.accounts[0].keyHash}`,
+      });
+      expect(walled.wall.task.split(',').sort()).toEqual(run.tasks);
+      const level = Number(/pushed back at (\d+) connections/.exec(walled.wall.reason)![1]);
+      expect(level).toBeGreaterThanOrEqual(41);
+      // Status shows the account: its ceiling, its wall, no secret.
+      const account = await until(async () => {
+        const s = await status(run);
+        const a = s?.accounts?.[0];
+        return a && a.connection_ceiling === 40 ? a : undefined;
+      }, 10_000);
+      expect(account).toMatchObject({ wall: { level }, tasks: expect.any(Array) });
+      expect(JSON.stringify(await status(run))).not.toContain(API_KEY);
+      expect(JSON.stringify(await hostStats(run))).not.toContain(API_KEY);
       const held = await until(async () => {
         const s = await hostStats(run);
         return s && s.accounts[0].ceiling <= 40 ? s : undefined;

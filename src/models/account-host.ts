@@ -172,6 +172,8 @@ export class AccountHost implements SlotSource {
       const tasks = account.users.get(evalSetId);
       if (!tasks) continue;
       collect(account, now);
+      const live = account.limiter.snapshot();
+      const pacing = account.pacer.state();
       const window = account.pending.get(evalSetId) ?? emptyPending();
       account.pending.set(evalSetId, emptyPending());
       if (window.lowestLimit === null) continue;
@@ -187,6 +189,8 @@ export class AccountHost implements SlotSource {
         retries: window.retries,
         queuedShare: window.elapsedMs > 0 ? Math.min(1, window.queuedMs / window.elapsedMs) : 0,
         pushbackLevel: window.pushbackLevel,
+        inFlight: live.inFlight,
+        pacing: { pacing: pacing.pacing, binding: pacing.binding, spacingMs: pacing.spacingMs },
       });
     }
     return reports;

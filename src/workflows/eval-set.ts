@@ -68,6 +68,7 @@ export async function evalSet(input: EvalSetInput): Promise<EvalSetResult> {
       log_dir: plan?.logDir,
       settings: plan?.settings,
       tasks,
+      accounts: tender?.accountStatus() ?? [],
       observed_at: observedAt,
       ramp_history: tender?.history ?? [],
       holds: {

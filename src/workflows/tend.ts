@@ -19,6 +19,7 @@ import type {
   RampHistoryEntry,
   ResolvedSettings,
   ResumeRampArgs,
+  AccountStatus,
   SetSamplesRampArgs,
   TaskPlan,
   TaskStatus,
@@ -58,6 +59,12 @@ export interface TendedAccount {
   window: WorkerWindow;
   /** The last window's rate-limit errors, for status. */
   lastRateLimitEpisodes: number;
+  /** The last window's lowest controller limit, for status. */
+  lastLimit: number | null;
+  /** What each reporting host (by pid) said most recently: in flight and pacing, for status. */
+  hosts: Record<string, Pick<WorkerReport, 'inFlight' | 'pacing'>>;
+  /** Hosts that reported in the current window; one silent for a whole window is dropped. */
+  reportedBy: string[];
 }
 
 export class Tender {
@@ -249,6 +256,11 @@ export class Tender {
       });
       account.state = decided.state;
       account.lastRateLimitEpisodes = w.rateLimitEpisodes;
+      account.lastLimit = w.lowestLimit;
+      for (const pid of Object.keys(account.hosts)) {
+        if (!account.reportedBy.includes(pid)) delete account.hosts[pid];
+      }
+      account.reportedBy = [];
       account.window = emptyWindow();
       for (const change of decided.changes) {
         this.log({
@@ -291,6 +303,9 @@ export class Tender {
         },
         window: emptyWindow(),
         lastRateLimitEpisodes: 0,
+        lastLimit: null,
+        hosts: {},
+        reportedBy: [],
       };
       this.accounts.set(name, account);
     }
@@ -298,6 +313,33 @@ export class Tender {
       if (this.tasks.has(task) && !account.tasks.includes(task)) account.tasks.push(task);
     }
     addReport(account.window, report);
+    const pid = String(report.pid);
+    account.hosts[pid] = { inFlight: report.inFlight, pacing: report.pacing };
+    if (!account.reportedBy.includes(pid)) account.reportedBy.push(pid);
+  }
+
+  /** The accounts for `status`: what the tend decided and what their owners last reported. */
+  accountStatus(): AccountStatus[] {
+    return [...this.accounts.values()].map((a) => {
+      const hosts = Object.values(a.hosts);
+      const known = hosts.filter((h) => h.inFlight !== undefined);
+      const pacing = hosts.find((h) => h.pacing?.pacing)?.pacing ?? hosts[0]?.pacing;
+      return {
+        account: a.name,
+        tasks: [...a.tasks],
+        connection_ceiling: a.state.ceiling,
+        controller_limit: a.lastLimit,
+        in_flight: known.length > 0 ? known.reduce((n, h) => n + (h.inFlight ?? 0), 0) : null,
+        wall: a.state.wall
+          ? { level: a.state.wall.level, probe_at: new Date(a.state.wall.probeAt).toISOString() }
+          : null,
+        clamp: a.state.clamp,
+        pacing: pacing
+          ? { pacing: pacing.pacing, binding: pacing.binding, spacing_ms: pacing.spacingMs }
+          : null,
+        rate_limit_episodes: a.lastRateLimitEpisodes,
+      };
+    });
   }
 
   private accountOf(task: string): TendedAccount | undefined {

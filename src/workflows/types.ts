@@ -190,6 +190,30 @@ export interface WorkerReport {
    * the window; null or absent (older workers): none.
    */
   pushbackLevel?: number | null;
+  /** The account's calls in flight on the reporting host when it reported. */
+  inFlight?: number;
+  /** Whether the host was pacing the account's calls from the provider's headers, and how. */
+  pacing?: { pacing: boolean; binding: string | null; spacingMs: number };
+}
+
+/** A provider account the eval set's tasks use, in `status` (never a secret). */
+export interface AccountStatus {
+  /** `<model> at <base URL> key <first 8 hex digits of the key's SHA-256>`. */
+  account: string;
+  tasks: string[];
+  /** The ceiling the tend set for the account's controllers (sum of its tasks' `hi`, lowered). */
+  connection_ceiling: number;
+  /** The controllers' limit, lowest in the last window. */
+  controller_limit: number | null;
+  /** Calls in flight at the last reports, summed over hosts. */
+  in_flight: number | null;
+  /** Where the provider pushed back, held one step below until `probe_at`. */
+  wall: { level: number; probe_at: string } | null;
+  /** Where reversal clamped the ceiling; null: none. */
+  clamp: number | null;
+  pacing: { pacing: boolean; binding: string | null; spacing_ms: number } | null;
+  /** Rate-limit errors (429s) in the last window. */
+  rate_limit_episodes: number;
 }
 
 export interface TaskResult {
@@ -214,6 +238,8 @@ export interface EvalSetStatus {
   log_dir?: string;
   settings?: ResolvedSettings;
   tasks: TaskStatus[];
+  /** The provider accounts the tasks use (absent before any reported). */
+  accounts?: AccountStatus[];
   /** When the task counters were last observed (ms since epoch, workflow time). */
   observed_at?: number;
   /** The latest entries, oldest first; the whole history is in `<log_dir>/ramp-history.jsonl`. */

@@ -80,6 +80,8 @@ describe('AccountHost: one controller per account for every process of the host'
         queuedShare: 0,
         // The first refusal's call was sent alone; the second came inside its cooldown.
         pushbackLevel: 1,
+        inFlight: 0,
+        pacing: { pacing: false, binding: null, spacingMs: 0 },
       },
     ]);
     // Drained: the next window starts empty.
