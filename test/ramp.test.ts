@@ -320,7 +320,14 @@ describe('the ramp', () => {
 
   test('a provider limited below demand: after two pushback windows the setpoint and ceiling come down', async () => {
     // 60 requests a minute: the first seconds use up the bucket, then every window sees 429s.
-    const provider = await startSimProvider({ latencyMs: 1_000, jitterMs: 100, rpm: 60 });
+    // A provider that sends no x-ratelimit-* headers (many compatible servers): with them, the
+    // account's calls are paced below the limit and the 429s stop (test/pacing.test.ts).
+    const provider = await startSimProvider({
+      latencyMs: 1_000,
+      jitterMs: 100,
+      rpm: 60,
+      rateLimitHeaders: false,
+    });
     const providerStart = Date.now();
     const run = await launch('pushback', provider, 600, ['--samples-ramp', '20,200']);
     try {

@@ -235,6 +235,22 @@ describe('startSimProvider over HTTP', () => {
     return { provider, client };
   }
 
+  test('x-ratelimit-* headers on every answer, as OpenAI sends them; none with rateLimitHeaders: false', async () => {
+    const { client } = await start({ rpm: 2 });
+    const { response } = await client.chat.completions.create(chat('hi')).withResponse();
+    expect(response.headers.get('x-ratelimit-limit-requests')).toBe('2');
+    expect(response.headers.get('x-ratelimit-remaining-requests')).toBe('1');
+    expect(response.headers.get('x-ratelimit-reset-requests')).toMatch(/^(30|29\.\d+)s$/);
+
+    const quiet = await start({ rpm: 1, rateLimitHeaders: false });
+    const answered = await quiet.client.chat.completions.create(chat('hi')).withResponse();
+    expect(answered.response.headers.get('x-ratelimit-limit-requests')).toBeNull();
+    const refusal = await failure(quiet.client.chat.completions.create(chat('hi')));
+    expect(refusal.status).toBe(429);
+    expect(refusal.headers?.get('retry-after')).toBe('60');
+    expect(refusal.headers?.get('x-ratelimit-remaining-requests')).toBeNull();
+  });
+
   function chat(text: string, extra: Partial<ChatCompletionCreateParamsNonStreaming> = {}) {
     return {
       model: 'sim-model',

@@ -588,3 +588,65 @@ describe('steps that keep failing', () => {
     });
   });
 });
+
+describe('statusText provider accounts', () => {
+  test('one row per account: ceiling, limit, in flight, wall, pacing and 429s, and its moves in the history', () => {
+    const account = 'openai-api/sim/m at http://127.0.0.1:4000/v1 key 507a9a8b';
+    const text = statusText(
+      'steward-hello',
+      running({
+        tasks: [
+          task({ name: 't1', connection_limit: 40 }),
+          task({ name: 't2', connection_limit: 40 }),
+        ],
+        accounts: [
+          {
+            account,
+            tasks: ['t1', 't2'],
+            connection_ceiling: 40,
+            controller_limit: 40,
+            in_flight: 38,
+            wall: { level: 41, probe_at: '2025-03-01T12:02:00.000Z' },
+            clamp: null,
+            pacing: { pacing: true, binding: 'requests', spacing_ms: 500 },
+            rate_limit_episodes: 3,
+          },
+        ],
+        ramp_history: [
+          entry({
+            task: 't1,t2',
+            account,
+            kind: 'connections',
+            from: 400,
+            to: 40,
+            reason: 'wall: the provider pushed back at 41 connections',
+          }),
+        ],
+      }),
+    );
+    const lines = text.split('\n');
+    const header = lines.findIndex((l) => l === 'provider accounts:');
+    expect(cells(lines[header + 1]).map((c) => c.text)).toEqual([
+      'account',
+      'tasks',
+      'ceiling',
+      'limit',
+      'in flight',
+      'wall',
+      'pacing',
+      'rate limits',
+    ]);
+    expect(cells(lines[header + 2]).map((c) => c.text)).toEqual([
+      account,
+      't1,t2',
+      '40',
+      '40',
+      '38',
+      '41 (probe 2025-03-01T12:02:00Z)',
+      'requests: 1 per 500 ms',
+      '3',
+    ]);
+    expect(text).toContain(`account ${account} (t1,t2)`);
+    expect(text).toContain('connections 400 → 40');
+  });
+});

@@ -4,7 +4,13 @@
  */
 import { alignColumns } from './table';
 import { statusFromMemo, type LiveStatus } from '../client/status';
-import type { EvalSetStatus, RampHistoryEntry, RampState, TaskStatus } from '../workflows/types';
+import type {
+  AccountStatus,
+  EvalSetStatus,
+  RampHistoryEntry,
+  RampState,
+  TaskStatus,
+} from '../workflows/types';
 import { resultJson, resultTable } from './table';
 
 /** Ramp history entries shown under the table; the log directory keeps them all. */
@@ -124,6 +130,16 @@ function runningText(workflowId: string, s: LiveStatus & { kind: 'running' }): s
     );
   lines.push(...sourceNotes(s));
   lines.push(...taskTable(status));
+  const accounts = status.accounts ?? [];
+  if (accounts.length > 0) {
+    lines.push('provider accounts:');
+    lines.push(
+      ...table(
+        [ACCOUNT_COLUMNS, ...accounts.map(accountRow)],
+        ACCOUNT_COLUMNS.map((c) => !ACCOUNT_TEXT_COLUMNS.has(c)),
+      ),
+    );
+  }
   const history = status.ramp_history.slice(-HISTORY_SHOWN);
   if (history.length > 0) {
     lines.push(`ramp history${historyNote(history.length, status)}:`);
@@ -163,6 +179,37 @@ function taskTable(status: EvalSetStatus): string[] {
 /** An ISO time to the second. */
 function shortTime(iso: string): string {
   return iso.replace(/\.\d+Z$/, 'Z');
+}
+
+const ACCOUNT_COLUMNS = [
+  'account',
+  'tasks',
+  'ceiling',
+  'limit',
+  'in flight',
+  'wall',
+  'pacing',
+  'rate limits',
+];
+const ACCOUNT_TEXT_COLUMNS = new Set(['account', 'tasks', 'wall', 'pacing']);
+
+function accountRow(a: AccountStatus): string[] {
+  const wall = a.wall ? `${a.wall.level} (probe ${a.wall.probe_at.replace(/\.\d+Z$/, 'Z')})` : '-';
+  const pacing = a.pacing?.pacing
+    ? `${a.pacing.binding ?? 'on'}: 1 per ${a.pacing.spacing_ms} ms`
+    : a.pacing
+      ? 'off'
+      : '-';
+  return [
+    a.account,
+    a.tasks.join(','),
+    String(a.connection_ceiling) + (a.clamp === null ? '' : ' (clamped)'),
+    a.controller_limit === null ? '-' : String(a.controller_limit),
+    a.in_flight === null ? '-' : String(a.in_flight),
+    wall,
+    pacing,
+    String(a.rate_limit_episodes),
+  ];
 }
 
 /** Where the rest of a shortened history is. */
@@ -212,7 +259,7 @@ function historyRow(e: RampHistoryEntry): string[] {
   const moved = e.from === null && e.to === null ? '' : ` ${e.from ?? '-'} → ${e.to ?? '-'}`;
   return [
     shortTime(e.time),
-    e.task === '*' ? 'all tasks' : e.task,
+    e.account ? `account ${e.account} (${e.task})` : e.task === '*' ? 'all tasks' : e.task,
     `${e.kind}${moved}`,
     [e.reason, e.by && `(${e.by})`].filter(Boolean).join(' '),
   ];

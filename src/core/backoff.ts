@@ -6,7 +6,7 @@
  * Clock, sleep and randomness are injected, so the whole policy runs in tests without waiting.
  */
 
-import type { CallOutcome, ConnectionLimiter } from './controller';
+import type { CallOutcome, CallSlots } from './controller';
 import { classifyError, type RetryDecision } from './retry';
 
 /**
@@ -92,7 +92,7 @@ export interface RetryOptions {
   /** @default classifyError at `now()` */
   classify?: (err: unknown) => RetryDecision;
   /** Each attempt holds one of its slots while it runs and reports its outcome to it. */
-  controller?: ConnectionLimiter;
+  controller?: CallSlots;
   /** Most attempts in all (first try included). @default unlimited: the time budget decides */
   maxAttempts?: number;
   /**

@@ -1,5 +1,5 @@
 /**
- * Model connection limits, one per provider account per worker process (SPEC §2).
+ * Model connection limits, one per provider account per host (SPEC §1-2).
  *
  * {@link AdaptiveConnections} follows Inspect AI's published adaptive controller: start 20, min
  * 10, max 100 (the ramp moves the max with {@link ConnectionLimiter.setCeiling}); it doubles per
@@ -9,6 +9,8 @@
  *
  * The clock is injected and nothing here does I/O, so every rule is testable by driving calls.
  */
+
+import type { CallCost } from './pacing';
 
 /** How one attempt at a model call ended, as the caller classified it. */
 export type CallOutcome =
@@ -71,13 +73,21 @@ export interface ConnectionsWindow {
   pushbackLevel: number | null;
 }
 
-/** A concurrency limit on model calls. Waiters are served first come, first served. */
-export interface ConnectionLimiter {
+/**
+ * Where a model call gets its slot: a {@link ConnectionLimiter} in this process, or a lease from
+ * the account's owner in another (src/workers/lease-client.ts).
+ */
+export interface CallSlots {
   /**
    * Waits for a slot. Rejects with the signal's reason if `signal` aborts first (the call then
-   * holds no slot and leaves the queue).
+   * holds no slot and leaves the queue). `cost`, the call's estimate, lets an account's owner
+   * pace it against the provider's limits; a bare limiter ignores it.
    */
-  acquire(signal?: AbortSignal): Promise<Release>;
+  acquire(signal?: AbortSignal, cost?: CallCost): Promise<Release>;
+}
+
+/** A concurrency limit on model calls. Waiters are served first come, first served. */
+export interface ConnectionLimiter extends CallSlots {
   /** Sets the highest the limit may go. Lowering below in-flight never interrupts a call. */
   setCeiling(ceiling: number): void;
   snapshot(): ConnectionsSnapshot;

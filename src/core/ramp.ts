@@ -140,6 +140,12 @@ export const WALL_PROBE_MAX_WAIT_MS = 600_000;
 export interface TaskTendInput extends TaskRampState {
   name: string;
   sandboxed: boolean;
+  /**
+   * The task's model calls go through a provider account whose ceiling {@link decideAccount}
+   * decides (SPEC §2: the wall, the reversal clamp and the ceiling belong to the account): the
+   * task's own ceiling is carried as is. Unset: the task's own, as before any account reported.
+   */
+  accountManaged?: boolean;
   status: 'running' | 'finished';
   /** Samples not yet finished, in flight included. */
   remainingSamples: number;
@@ -272,7 +278,14 @@ export function decideTend(input: TendInput): TendPlan {
   const tasks = input.tasks.map((task): TaskTendPlan => {
     const draft = drafts.find((candidate) => candidate.task === task);
     if (!draft) return { ...carried(task), name: task.name, ramp: { state: 'finished' } };
-    const ceiling = decideCeiling(draft, settings, now, record);
+    const ceiling = task.accountManaged
+      ? {
+          ceiling: task.connectionCeiling,
+          clamp: task.connectionClamp,
+          wall: task.wall ?? null,
+          raised: false,
+        }
+      : decideCeiling(draft, settings, now, record);
     return {
       name: task.name,
       setpoint: draft.setpoint,
@@ -449,7 +462,7 @@ function decideCeiling(
  */
 function nextWall(
   wall: ConnectionWall | null,
-  window: TaskWindow,
+  window: PushbackWindow,
   now: number,
   held: boolean,
 ): { wall: ConnectionWall | null; why: string } {
@@ -514,6 +527,116 @@ function raiseReason(raise: NonNullable<Draft['raise']>, short: string | undefin
   }
   const caps = [raise.cap, short].filter((cap) => cap !== undefined);
   return `climb: saturated, no pushback${caps.length > 0 ? ` (${caps.join(', ')})` : ''}`;
+}
+
+/** What a window said about rate-limit pushback: a task's, or a provider account's. */
+type PushbackWindow = Pick<
+  TaskWindow,
+  'rateLimitEpisodes' | 'controllerCuts' | 'controllerLimit' | 'pushbackLevel'
+>;
+
+/** What a provider account's owners reported during the window (summed over hosts). */
+export type AccountWindow = PushbackWindow;
+
+/** What the ramp carries for a provider account from one tend to the next. */
+export interface AccountRampState {
+  /** The connection ceiling of the account's controllers. */
+  ceiling: number;
+  /** Where reversal clamped the ceiling until clean windows lift it; null: none. */
+  clamp: number | null;
+  /** Consecutive windows with rate-limit pushback on the account, the latest included. */
+  pushbackWindows: number;
+  wall: ConnectionWall | null;
+}
+
+export interface AccountTendInput extends AccountRampState {
+  /** The account, named without a secret (model, base URL, key hash). */
+  account: string;
+  /** Running tasks whose calls use the account. */
+  tasks: string[];
+  /** A hold on any of them freezes the account's raises: they are all its calls. */
+  held: boolean;
+  window: AccountWindow;
+}
+
+/** One move of an account's ceiling, with the reason a user reads. */
+export interface AccountChange {
+  account: string;
+  tasks: string[];
+  from: number;
+  to: number;
+  reason: string;
+  at: number;
+}
+
+/**
+ * A provider account's connection ceiling at a tend (SPEC §2 "Connections and samples
+ * together"): while a ramp is active, the sum of the `hi`s of the running tasks that use it,
+ * lowered by the account's wall (held one step below where the provider pushed back, until a
+ * probe; see {@link ConnectionWall}) and by reversal (pushback in two consecutive windows clamps
+ * it to where the controllers fell, never below 20), lifted back one step per clean window. With
+ * `max_connections` fixed, that; with no ramp active, the adaptive `max`.
+ */
+export function decideAccount(
+  settings: RampSettings,
+  now: number,
+  input: AccountTendInput,
+): { state: AccountRampState; changes: AccountChange[] } {
+  const changes: AccountChange[] = [];
+  const note = (from: number, to: number, reason: string) => {
+    if (from !== to) {
+      changes.push({ account: input.account, tasks: input.tasks, from, to, reason, at: now });
+    }
+  };
+  const { window } = input;
+  const pushback = window.rateLimitEpisodes > 0 || window.controllerCuts > 0;
+  const pushbackWindows = pushback ? input.pushbackWindows + 1 : 0;
+  const previous = input.ceiling;
+  const mode = settings.samples;
+  if (settings.connections.type === 'fixed' || mode.type !== 'ramp') {
+    const ceiling = connectionCeilingFor(settings);
+    const why =
+      settings.connections.type === 'fixed'
+        ? `max_connections fixed at ${ceiling}`
+        : `no ramp active: adaptive max ${ceiling}`;
+    note(previous, ceiling, why);
+    return { state: { ceiling, clamp: null, pushbackWindows, wall: null }, changes };
+  }
+  const tasks = Math.max(1, input.tasks.length);
+  const sumHi = mode.hi * tasks;
+  const wall = nextWall(input.wall, window, now, input.held);
+  const cap = wallCap(wall.wall, now);
+  const upper = Math.min(sumHi, cap ?? sumHi);
+  let clamp = input.clamp !== null && input.clamp < upper ? input.clamp : null;
+  if (input.held && Math.min(upper, clamp ?? upper) > previous) clamp = previous;
+  let ceiling = Math.min(upper, clamp ?? upper);
+  const follows =
+    tasks === 1
+      ? `range ${show(mode)}: connection ceiling follows hi`
+      : `range ${show(mode)}: connection ceiling follows the sum of the hi of its ${tasks} tasks`;
+  let why = follows;
+  if (ceiling < previous) {
+    const byWall = ceiling < sumHi && ceiling === cap && wall.wall !== null;
+    why = byWall
+      ? wall.why || `held below the wall at ${wall.wall!.level} connections`
+      : `fewer tasks or a narrower range: ${follows}`;
+  } else if (ceiling > previous && wall.why) why = wall.why;
+  note(previous, ceiling, why);
+
+  const level = window.controllerLimit;
+  if (pushbackWindows >= 2 && level !== null && Math.max(20, level) < ceiling) {
+    const to = Math.max(20, level);
+    const where = level < 20 ? `20 (controllers at ${level}; never below 20)` : `${level}`;
+    note(ceiling, to, `reversal: clamped to where the controllers fell, ${where}`);
+    return { state: { ceiling: to, clamp: to, pushbackWindows, wall: wall.wall }, changes };
+  }
+  if (clamp !== null && !pushback && !input.held) {
+    const to = Math.min(upper, clamp + mode.step);
+    note(ceiling, to, 'climb: connection ceiling raised one step after a clean window');
+    ceiling = to;
+    clamp = to >= upper ? null : to;
+  }
+  return { state: { ceiling, clamp, pushbackWindows, wall: wall.wall }, changes };
 }
 
 /** A task that is starting, and one already running (for the budget share). */

@@ -23,7 +23,13 @@ import { isComposeFile, loadSandboxSpec } from '../sandbox/compose';
 import type { SandboxSpec } from '../sandbox/types';
 import { loadDataset, samplesFromRecords } from '../definition/dataset';
 import { datasetDigest, functionIdentity, type TaskIdentity } from '../definition/identity';
-import type { EvalSetDefinition, Sample, Scorer, Solver, TaskDefinition } from '../definition/types';
+import type {
+  EvalSetDefinition,
+  Sample,
+  Scorer,
+  Solver,
+  TaskDefinition,
+} from '../definition/types';
 
 const YAML_EXTENSIONS = new Set(['.yaml', '.yml']);
 const MODULE_EXTENSIONS = new Set(['.ts', '.mts', '.cts', '.js', '.mjs', '.cjs']);

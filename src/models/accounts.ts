@@ -1,30 +1,18 @@
 /**
- * Provider accounts of one worker process: one connection controller per account (provider, base
- * URL, API key, model), through which every model call of the process goes, with Steward's retry
- * policy. What the accounts saw is drained each window and reported to the eval set.
+ * A worker process's side of its provider accounts: every model call goes through a slot of its
+ * account's one controller (owned by the host's {@link AccountHost}, in this process or, leased
+ * over a socket, in the supervisor's) with Steward's retry policy.
  */
 import { createHash } from 'node:crypto';
 import { setTimeout as delay } from 'node:timers/promises';
 import { retryModelCall } from '../core/backoff';
-import { AdaptiveConnections, FixedConnections, type ConnectionLimiter } from '../core/controller';
+import { estimateCost, readRateLimitHeaders } from '../core/pacing';
 import { classifyError } from '../core/retry';
-import type { Model } from '../definition/types';
+import type { ChatMessage, Model, ToolDefinition } from '../definition/types';
 import { ErrorType } from '../errors';
 import type { ConnectionsSetting } from '../config/settings';
-import { modelCredentials, parseModelName } from '.';
-
-/** What a process's accounts saw since the last drain. */
-export interface AccountsWindow {
-  /** The lowest current limit over the accounts (null: no account yet). */
-  limit: number | null;
-  rateLimitEpisodes: number;
-  cuts: number;
-  retries: number;
-  /** The largest share of the window any account had calls queued for a connection. */
-  queuedShare: number;
-  /** The highest pushback level of the accounts (see `ConnectionsWindow`; null: none). */
-  pushbackLevel: number | null;
-}
+import { modelCredentials, parseModelName, type ModelHooks } from '.';
+import type { AccountRef, AccountUser, SlotSource } from './account-host';
 
 /** A model call that failed for good, as a value with a stable type. */
 export class ModelCallError extends Error {
@@ -38,16 +26,39 @@ export class ModelCallError extends Error {
   }
 }
 
-export class ProviderAccounts {
-  private readonly limiters = new Map<string, ConnectionLimiter>();
-  private retries = 0;
-  private ceiling: number | null = null;
+export interface ProviderAccountsOptions {
+  /** Where calls get their slots. */
+  source: SlotSource;
+  /** Whose calls these are (null: nobody reports them). */
+  user: AccountUser | null;
+  /** The controller's setting, should this process's call be the account's first on the host. */
+  connections: ConnectionsSetting;
+  env: NodeJS.ProcessEnv;
+  now?: () => number;
+}
 
-  constructor(
-    private readonly connections: ConnectionsSetting,
-    private readonly env: NodeJS.ProcessEnv,
-    private readonly now: () => number = Date.now,
-  ) {}
+export class ProviderAccounts {
+  private readonly now: () => number;
+  private used = false;
+
+  constructor(private readonly options: ProviderAccountsOptions) {
+    this.now = options.now ?? Date.now;
+  }
+
+  /**
+   * What a model of `name` reports back to its account as it answers: the rate-limit headers of
+   * every answer, success or refusal, for the account's pacing.
+   */
+  hooks(name: string): ModelHooks {
+    if (parseModelName(name).provider === 'mockllm') return {};
+    const { key } = accountRef(name, this.options.env, this.options.connections);
+    return {
+      onResponseHeaders: (get) => {
+        const reading = readRateLimitHeaders(get, this.now());
+        if (Object.keys(reading).length > 0) this.options.source.observe(key, reading);
+      },
+    };
+  }
 
   /**
    * The model, with its calls through its account's controller and retried by Steward's policy.
@@ -55,10 +66,18 @@ export class ProviderAccounts {
    */
   govern(name: string, model: Model): Model {
     if (parseModelName(name).provider === 'mockllm') return model;
-    const limiter = this.limiter(this.accountKey(name));
+    const account = accountRef(name, this.options.env, this.options.connections);
+    const slots = this.options.source.slots(account, this.options.user);
+    this.used = true;
     return {
       name: model.name,
       generate: (messages, options) => {
+        // Estimated before sending, for the provider's tokens limit (see src/core/pacing).
+        const cost = estimateCost(
+          inputChars(messages, options?.tools),
+          options?.config?.max_tokens,
+        );
+        const paced = { acquire: (signal?: AbortSignal) => slots.acquire(signal, cost) };
         let attempts = 0;
         return retryModelCall(
           (attempt) => {
@@ -70,9 +89,9 @@ export class ProviderAccounts {
             sleep: (ms, signal) => delay(ms, undefined, { signal }),
             random: Math.random,
             signal: options?.signal,
-            controller: limiter,
+            controller: paced,
             ...(model.maxRetries === undefined ? {} : { maxAttempts: model.maxRetries + 1 }),
-            onRetry: () => void this.retries++,
+            onRetry: () => this.options.source.retried(account.key),
           },
         ).catch((err: unknown) => {
           throw finalError(name, err, attempts, this.now());
@@ -81,63 +100,42 @@ export class ProviderAccounts {
     };
   }
 
-  /** The ceiling the eval set sends back; applies to every account of the process. */
-  setCeiling(ceiling: number): void {
-    if (this.connections.type === 'fixed') return;
-    this.ceiling = ceiling;
-    for (const limiter of this.limiters.values()) limiter.setCeiling(ceiling);
-  }
-
-  /** Whether any model call has gone through an account yet (`mockllm` never does). */
+  /** Whether any model goes through an account (`mockllm` never does). */
   get inUse(): boolean {
-    return this.limiters.size > 0;
+    return this.used;
   }
+}
 
-  drainWindow(): AccountsWindow {
-    const window: AccountsWindow = {
-      limit: null,
-      rateLimitEpisodes: 0,
-      cuts: 0,
-      retries: this.retries,
-      queuedShare: 0,
-      pushbackLevel: null,
-    };
-    this.retries = 0;
-    for (const limiter of this.limiters.values()) {
-      const w = limiter.drainWindow();
-      window.limit = window.limit === null ? w.lowestLimit : Math.min(window.limit, w.lowestLimit);
-      // Every 429 of the window counts (SPEC §2): the controller folds a burst into one cut,
-      // but a window with any rate-limit error is a pushback window.
-      window.rateLimitEpisodes += w.rateLimitSignals;
-      window.cuts += w.cuts;
-      window.queuedShare = Math.max(window.queuedShare, w.queuedShare);
-      if (w.pushbackLevel !== null) {
-        window.pushbackLevel = Math.max(window.pushbackLevel ?? 0, w.pushbackLevel);
-      }
+/**
+ * The account a model's calls count against: provider, base URL, API key and model. The key only
+ * tells accounts apart; it is hashed, so it is never held twice in clear nor sent anywhere.
+ */
+export function accountRef(
+  name: string,
+  env: NodeJS.ProcessEnv,
+  connections: ConnectionsSetting,
+): AccountRef {
+  const { baseURL, apiKey } = modelCredentials(name, env);
+  const hash = apiKey ? createHash('sha256').update(apiKey).digest('hex') : '';
+  return {
+    key: [parseModelName(name).provider, baseURL ?? '', hash.slice(0, 16), name].join('\u0000'),
+    label: baseURL ? `${name} at ${baseURL}` : name,
+    keyHash: hash.slice(0, 8),
+    connections,
+  };
+}
+
+/** Characters a request sends as input: messages, tool calls and tool definitions. */
+function inputChars(messages: ChatMessage[], tools: ToolDefinition[] | undefined): number {
+  let chars = tools ? JSON.stringify(tools).length : 0;
+  for (const message of messages) {
+    chars += message.content.length;
+    if (message.role === 'assistant') {
+      for (const call of message.tool_calls ?? [])
+        chars += call.name.length + call.arguments.length;
     }
-    return window;
   }
-
-  private limiter(key: string): ConnectionLimiter {
-    let limiter = this.limiters.get(key);
-    if (!limiter) {
-      const c = this.connections;
-      limiter =
-        c.type === 'fixed'
-          ? new FixedConnections(c.n, { now: this.now })
-          : new AdaptiveConnections({ now: this.now, min: c.min, start: c.start, max: c.max });
-      if (this.ceiling !== null) limiter.setCeiling(this.ceiling);
-      this.limiters.set(key, limiter);
-    }
-    return limiter;
-  }
-
-  private accountKey(name: string): string {
-    const { baseURL, apiKey } = modelCredentials(name, this.env);
-    // The key only tells accounts apart; it is hashed so it is never held twice in clear.
-    const keyHash = apiKey ? createHash('sha256').update(apiKey).digest('hex').slice(0, 16) : '';
-    return [parseModelName(name).provider, baseURL ?? '', keyHash, name].join('\u0000');
-  }
+  return chars;
 }
 
 /**

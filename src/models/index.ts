@@ -26,6 +26,12 @@ export {
   type ParsedModelName,
 } from '../config/models';
 
+/** What a model reports as it answers, to whoever governs its calls. */
+export interface ModelHooks {
+  /** Every HTTP answer's headers (success or error), by lower-case name. */
+  onResponseHeaders?(get: (name: string) => string | null | undefined): void;
+}
+
 /** Where a model's requests go and the environment variables that say so. */
 export interface ModelCredentials {
   baseURL?: string;
@@ -96,6 +102,7 @@ export function createModel(
   name: string,
   args: Record<string, unknown>,
   env: NodeJS.ProcessEnv,
+  hooks: ModelHooks = {},
 ): Model {
   const parsed = parseModelName(name);
   const problem = checkModelEnvironment(name, env);
@@ -117,6 +124,7 @@ export function createModel(
           maxTokensParam: 'max_completion_tokens',
         },
         parseModelArgs(openAIArgsSchema, args),
+        hooks,
       );
     case 'openai-api':
       return createOpenAIModel(
@@ -129,6 +137,7 @@ export function createModel(
           maxTokensParam: 'max_tokens',
         },
         parseModelArgs(openAIArgsSchema, args),
+        hooks,
       );
     case 'anthropic':
       // checkModelEnvironment has already refused it; kept for exhaustiveness.

@@ -15,6 +15,7 @@ import type {
   ChatCompletionTool,
 } from 'openai/resources/chat/completions';
 import type { OpenAIArgs } from '../config/models';
+import type { ModelHooks } from '.';
 import type {
   ChatMessage,
   GenerateConfig,
@@ -57,6 +58,7 @@ export function createOpenAIModel(
   name: string,
   connection: OpenAIConnection,
   args: OpenAIArgs,
+  hooks: ModelHooks = {},
 ): Model {
   // The client (and so the key) stays in this closure: the returned object has nothing that
   // could leak it through logging or serialisation.
@@ -75,14 +77,25 @@ export function createOpenAIModel(
     ...(args.max_retries === undefined ? {} : { maxRetries: args.max_retries }),
     async generate(messages, options = {}) {
       const body = requestBody(connection, messages, options.tools, options.config);
-      const completion = await client.chat.completions
+      // With the response, for its rate-limit headers; an error carries its own.
+      const { data: completion, response } = await client.chat.completions
         .create(body, { signal: options.signal })
+        .withResponse()
         .catch((err: unknown) => {
+          reportHeaders(hooks, (err as { headers?: unknown } | null)?.headers);
           throw explainFailure(name, err, timeoutMs);
         });
+      reportHeaders(hooks, response.headers);
       return toModelOutput(name, completion);
     },
   };
+}
+
+function reportHeaders(hooks: ModelHooks, headers: unknown): void {
+  if (!hooks.onResponseHeaders || typeof headers !== 'object' || headers === null) return;
+  const get = (headers as { get?: unknown }).get;
+  if (typeof get !== 'function') return;
+  hooks.onResponseHeaders((name) => (headers as Headers).get(name));
 }
 
 /**

@@ -54,6 +54,11 @@ export interface SimProviderOptions {
   apiKey?: string;
   /** Decides the replies. @default {@link defaultScript} */
   script?: SimScript;
+  /**
+   * Send OpenAI's `x-ratelimit-*` headers with every answer, as OpenAI does. False simulates the
+   * many compatible servers that send none (a 429's `retry-after` is still sent). @default true
+   */
+  rateLimitHeaders?: boolean;
   /** Seconds of {@link SimStats.series} kept. @default 3600 */
   seriesSeconds?: number;
 }
@@ -121,7 +126,13 @@ export async function startSimProvider(options: SimProviderOptions = {}): Promis
     recorder.received();
     const reply = (status: number, body: unknown, headers: RateLimitHeaders = {}) => {
       recorder.answered(status);
-      send(res, status, body, headers);
+      const sent =
+        options.rateLimitHeaders === false
+          ? Object.fromEntries(
+              Object.entries(headers).filter(([name]) => !name.startsWith('x-ratelimit-')),
+            )
+          : headers;
+      send(res, status, body, sent);
     };
     const keyProblem = checkKey(req, options.apiKey);
     if (keyProblem) return reply(401, keyProblem);

@@ -32,6 +32,8 @@ export interface FleetOptions {
   /** Where the workers connect; an API key reaches them only through their environment. */
   temporal: { address: string; namespace: string; tls: boolean };
   bundlePath: string;
+  /** The supervisor's lease socket for model-call slots (see WorkerProcessConfig). */
+  accountsSocket?: string;
   /** Where each worker's output goes, one file per slot. */
   logDir: string;
   env?: NodeJS.ProcessEnv;
@@ -114,6 +116,7 @@ export class Fleet {
       ...this.options.temporal,
       taskQueues: entry.slot.taskQueues,
       bundlePath: this.options.bundlePath,
+      ...(this.options.accountsSocket ? { accountsSocket: this.options.accountsSocket } : {}),
       reporting: entry.slot.reporting,
     };
     const log = createWriteStream(path.join(this.options.logDir, `${entry.slot.id}.log`), {

@@ -1,11 +1,12 @@
 /**
- * Each window, just before the tend, a worker process tells the eval set what its provider
- * accounts saw (rate-limit episodes, controller cuts and limit, retries, where the provider
- * pushed back); every second it takes back the connection ceiling the ramp set for its tasks.
+ * Each window, just before the tend, the owner of the host's provider accounts (the supervisor)
+ * tells an eval set what each account its tasks use saw (rate-limit episodes, controller cuts and
+ * limit, retries, where the provider pushed back): one report per account, not one per process.
+ * Every poll it takes back the connection ceilings the ramp set for the tasks.
  */
 import { setTimeout as delay } from 'node:timers/promises';
 import type { Client } from '@temporalio/client';
-import type { ProviderAccounts } from '../models/accounts';
+import type { AccountHost } from '../models/account-host';
 import { withTimeout } from '../util/timeout';
 import { workerControlQuery, workerReportSignal } from '../workflows/types';
 
@@ -24,9 +25,8 @@ const REPORT_LEAD_MS = 250;
 
 type ReportOptions = {
   client: Client;
-  accounts: ProviderAccounts;
+  host: AccountHost;
   evalSetId: string;
-  tasks: string[];
   intervalMs: number;
   signal: AbortSignal;
 };
@@ -35,8 +35,8 @@ type ReportOptions = {
  * Polls the eval set's control (see {@link POLL_MIN_MS}) and applies the connection ceilings it
  * sets; reports once per tend, just before it, so the window the report covers is the tend's
  * window (SPEC §2: the time since the previous tend). Without a tend time to aim at (an outage),
- * it reports once an interval. A process whose calls go through no provider account (`mockllm`)
- * has nothing to follow or report, and asks nothing until it has.
+ * it reports once an interval. An eval set whose calls go through no provider account here
+ * (`mockllm`) has nothing to follow or report, and is asked nothing until it has.
  */
 export async function reportAccounts(options: ReportOptions): Promise<void> {
   const handle = options.client.workflow.getHandle(options.evalSetId);
@@ -46,17 +46,14 @@ export async function reportAccounts(options: ReportOptions): Promise<void> {
   let lastReport = Date.now();
   let failing = false;
   while (!options.signal.aborted) {
-    if (!options.accounts.inUse) {
+    if (!options.host.uses(options.evalSetId)) {
       if (!(await pause(pollMs, options.signal))) return;
       continue;
     }
     let nextTend: number | null = null;
     try {
       const control = await withTimeout(handle.query(workerControlQuery), QUERY_TIMEOUT_MS);
-      const ceilings = options.tasks
-        .map((task) => control.ceilings[task])
-        .filter((ceiling): ceiling is number => typeof ceiling === 'number');
-      if (ceilings.length > 0) options.accounts.setCeiling(Math.min(...ceilings));
+      options.host.applyCeilings(options.evalSetId, control.ceilings);
       nextTend = control.next_tend_at;
       failing = false;
     } catch (err) {
@@ -86,24 +83,15 @@ export async function reportAccounts(options: ReportOptions): Promise<void> {
   }
 }
 
-/** What the accounts saw since the last report, to the eval set. */
+/** What each account saw since the last report, to the eval set. */
 async function report(
   handle: ReturnType<Client['workflow']['getHandle']>,
   options: ReportOptions,
 ): Promise<void> {
   try {
-    const window = options.accounts.drainWindow();
-    if (window.limit === null) return;
-    await handle.signal(workerReportSignal, {
-      tasks: options.tasks,
-      pid: process.pid,
-      limit: window.limit,
-      rateLimitEpisodes: window.rateLimitEpisodes,
-      cuts: window.cuts,
-      retries: window.retries,
-      queuedShare: window.queuedShare,
-      pushbackLevel: window.pushbackLevel,
-    });
+    for (const window of options.host.drain(options.evalSetId)) {
+      await handle.signal(workerReportSignal, window);
+    }
   } catch (err) {
     // A missed report costs one window's information, never a sample.
     console.error(

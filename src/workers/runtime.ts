@@ -38,7 +38,7 @@ export function processDeps(
       const key = `${name}\u0000${JSON.stringify(args)}`;
       let model = models.get(key);
       if (!model) {
-        const raw = createModel(name, args, env);
+        const raw = createModel(name, args, env, options.accounts?.hooks(name));
         model = options.accounts ? options.accounts.govern(name, raw) : raw;
         models.set(key, model);
       }

@@ -1,6 +1,8 @@
 /**
  * The supervisor: hosts the `steward` queue (the `evalSet` workflows and control activities) in
- * its own process, and keeps a worker process running for each slot whose tasks are running.
+ * its own process, keeps a worker process running for each slot whose tasks are running, and
+ * owns the host's provider accounts: one connection controller per account, whose call slots
+ * the workers lease over a local socket, reported to each eval set once per account.
  */
 import * as path from 'node:path';
 import type { Client } from '@temporalio/client';
@@ -9,8 +11,11 @@ import { NativeConnection, Worker } from '@temporalio/worker';
 import { createActivities } from '../activities';
 import { runningEvalSets } from '../client/status';
 import { STEWARD_TASK_QUEUE, statusQuery, type EvalSetStatus } from '../workflows/types';
+import { AccountHost } from '../models/account-host';
 import { workflowBundlePath, PACKAGE_ROOT } from './bundle';
 import { Fleet, assignSlots, type FleetEvent, type WorkerSlot } from './fleet';
+import { leaseSocketPath, serveLeases, type LeaseServer } from './lease-server';
+import { reportAccounts } from './report';
 import { installRuntime, processDeps } from './runtime';
 
 export interface SupervisorOptions {
@@ -22,6 +27,8 @@ export interface SupervisorOptions {
   stewardDir: string;
   signal: AbortSignal;
   onFleetEvent?(event: FleetEvent): void;
+  /** Called once the lease server listens (tests watch its leases). */
+  onAccounts?(accounts: { host: AccountHost; leases: LeaseServer }): void;
 }
 
 const RECONCILE_MS = 1_000;
@@ -40,16 +47,30 @@ export async function runSupervisor(options: SupervisorOptions): Promise<void> {
     workflowBundle: { codePath: bundlePath },
     activities: createActivities(processDeps({ client: options.client })),
   });
+  const host = new AccountHost({ now: Date.now, pid: process.pid });
+  const leases = await serveLeases(host, leaseSocketPath(path.join(options.stewardDir, 'run')));
+  options.onAccounts?.({ host, leases });
   const fleet = new Fleet({
     script: WORKER_SCRIPT,
     temporal: { address, namespace: options.temporal.namespace, tls: tls ?? false },
     bundlePath,
+    accountsSocket: leases.socketPath,
     logDir: path.join(options.stewardDir, 'workers'),
     onEvent: options.onFleetEvent,
   });
 
   /** The worker slots each served eval set wanted when its status last answered. */
   const wanted = new Map<string, WorkerSlot[]>();
+  /** Per served eval set, the loop that reports its accounts and takes back its ceilings. */
+  const reporters = new Map<string, { stop: AbortController; done: Promise<void> }>();
+  const stopReporter = async (id: string): Promise<void> => {
+    const reporter = reporters.get(id);
+    if (!reporter) return;
+    reporters.delete(id);
+    reporter.stop.abort();
+    await reporter.done;
+    host.forget(id);
+  };
   const reconcile = async (): Promise<void> => {
     const ids = options.evalSetIds ?? (await runningEvalSets(options.client));
     const statuses = await Promise.all(
@@ -65,7 +86,20 @@ export async function runSupervisor(options: SupervisorOptions): Promise<void> {
     // set wants: stopping them would throw away its running samples. It keeps what it last had.
     for (const [i, status] of statuses.entries()) {
       if (status) wanted.set(ids[i], wantedSlots(ids[i], status));
+      const intervalMs = status?.settings?.tendIntervalMs;
+      if (intervalMs !== undefined && !reporters.has(ids[i])) {
+        const stop = new AbortController();
+        const done = reportAccounts({
+          client: options.client,
+          host,
+          evalSetId: ids[i],
+          intervalMs,
+          signal: stop.signal,
+        });
+        reporters.set(ids[i], { stop, done });
+      }
     }
+    for (const id of reporters.keys()) if (!ids.includes(id)) await stopReporter(id);
     fleet.reconcile([...wanted.values()].flat());
   };
 
@@ -86,6 +120,8 @@ export async function runSupervisor(options: SupervisorOptions): Promise<void> {
   } finally {
     await loop;
     await fleet.stop();
+    await Promise.all([...reporters.keys()].map(stopReporter));
+    await leases.close();
     await connection.close();
   }
 }

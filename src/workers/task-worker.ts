@@ -7,8 +7,10 @@ import { NativeConnection, Worker } from '@temporalio/worker';
 import { createActivities } from '../activities';
 import type { ConnectionsSetting } from '../config/settings';
 import { SETTINGS_DEFAULTS } from '../config/settings';
+import { AccountHost, type SlotSource } from '../models/account-host';
 import { ProviderAccounts } from '../models/accounts';
 import { watchLineage } from '../util/lineage';
+import { LeaseClient } from './lease-client';
 import { installRuntime, processDeps } from './runtime';
 import { reportAccounts } from './report';
 
@@ -19,6 +21,11 @@ export interface WorkerProcessConfig {
   tls: boolean;
   taskQueues: string[];
   bundlePath: string;
+  /**
+   * The supervisor's lease socket: every model call takes its slot from the host's one
+   * controller of its account there. Unset: the process owns its accounts and reports them.
+   */
+  accountsSocket?: string;
   reporting?: {
     /** The `evalSet` workflow that tends these tasks. */
     evalSetId: string;
@@ -47,10 +54,21 @@ export async function runTaskWorker(config: WorkerProcessConfig): Promise<void> 
     connection: await Connection.connect(target),
     namespace: config.namespace,
   });
-  const accounts = new ProviderAccounts(
-    config.reporting?.connections ?? { type: 'adaptive', ...SETTINGS_DEFAULTS.connections },
-    process.env,
-  );
+  const user = config.reporting
+    ? { evalSetId: config.reporting.evalSetId, tasks: config.reporting.tasks }
+    : null;
+  const leases = config.accountsSocket ? new LeaseClient(config.accountsSocket, user) : null;
+  const ownHost = leases ? null : new AccountHost({ now: Date.now, pid: process.pid });
+  const source: SlotSource = leases ?? ownHost!;
+  const accounts = new ProviderAccounts({
+    source,
+    user,
+    connections: config.reporting?.connections ?? {
+      type: 'adaptive',
+      ...SETTINGS_DEFAULTS.connections,
+    },
+    env: process.env,
+  });
   const activities = createActivities(processDeps({ client, accounts }));
   const workers = await Promise.all(
     config.taskQueues.map((taskQueue) =>
@@ -77,15 +95,24 @@ export async function runTaskWorker(config: WorkerProcessConfig): Promise<void> 
     setTimeout(() => process.exit(1), ORPHAN_EXIT_MS).unref();
   }, 'parent');
   const stopReporting = new AbortController();
-  const reporting = config.reporting
-    ? reportAccounts({ client, accounts, ...config.reporting, signal: stopReporting.signal })
-    : Promise.resolve();
+  // Under a supervisor, the accounts' owner reports them, once per account for the whole host.
+  const reporting =
+    config.reporting && ownHost
+      ? reportAccounts({
+          client,
+          host: ownHost,
+          evalSetId: config.reporting.evalSetId,
+          intervalMs: config.reporting.intervalMs,
+          signal: stopReporting.signal,
+        })
+      : Promise.resolve();
   try {
     await Promise.all(workers.map((w) => w.run()));
   } finally {
     unwatch();
     stopReporting.abort();
     await reporting;
+    leases?.close();
     await client.connection.close();
     await connection.close();
   }

@@ -141,6 +141,7 @@ export async function evalSet(raw: EvalSetInput): Promise<EvalSetResult> {
       settings: plan &&
         tender && { ...plan.settings, samples: tender.settings.samples as SamplesSetting },
       tasks,
+      accounts: tender?.accountStatus() ?? [],
       observed_at: observedAt,
       runs,
       ramp_history: [...(tender?.history ?? [])],

@@ -45,6 +45,7 @@ export const samplesRampRangeSchema = z
 export const setSamplesRampArgsSchema = z.strictObject({ range: samplesRampRangeSchema, by });
 
 export const workerReportSchema = z.strictObject({
+  account: z.string().min(1).max(1_000).optional(),
   tasks: z.array(name).max(10_000),
   pid: count,
   limit: count,
@@ -53,6 +54,14 @@ export const workerReportSchema = z.strictObject({
   retries: count,
   queuedShare: z.number().min(0).max(1).optional(),
   pushbackLevel: count.nullable().optional(),
+  inFlight: count.optional(),
+  pacing: z
+    .strictObject({
+      pacing: z.boolean(),
+      binding: z.string().max(200).nullable(),
+      spacingMs: z.number().min(0).max(1e9),
+    })
+    .optional(),
 });
 
 export const setLimitsSchema = z.strictObject({
@@ -160,6 +169,15 @@ const taskStatusSchema = z.looseObject({
 
 const wallSchema = z.looseObject({ level: count, probeAt: epochMs, waitMs: count });
 
+const windowSchema = z.looseObject({
+  rateLimitEpisodes: count,
+  cuts: count,
+  retries: count,
+  lowestLimit: count.nullable(),
+  queuedShare: z.number().min(0).max(1),
+  pushbackLevel: count.nullable(),
+});
+
 const tendedTaskSchema = z.looseObject({
   plan: taskPlanSchema,
   status: taskStatusSchema,
@@ -171,14 +189,7 @@ const tendedTaskSchema = z.looseObject({
     wall: wallSchema.nullable().optional(),
   }),
   seen: z.looseObject({ saturations: count, errored: count, networkErrors: count }),
-  workers: z.looseObject({
-    rateLimitEpisodes: count,
-    cuts: count,
-    retries: count,
-    lowestLimit: count.nullable(),
-    queuedShare: z.number().min(0).max(1),
-    pushbackLevel: count.nullable(),
-  }),
+  workers: windowSchema,
 });
 
 const samplesModeSchema = z.discriminatedUnion('type', [
@@ -207,6 +218,22 @@ const historyEntrySchema = z.looseObject({
   reason: z.string(),
 });
 
+const tendedAccountSchema = z.looseObject({
+  name: z.string().min(1),
+  tasks: z.array(name),
+  state: z.looseObject({
+    ceiling: count,
+    clamp: count.nullable(),
+    pushbackWindows: count,
+    wall: wallSchema.nullable().optional(),
+  }),
+  window: windowSchema,
+  lastRateLimitEpisodes: count,
+  lastLimit: count.nullable(),
+  hosts: z.record(z.string(), z.looseObject({})),
+  reportedBy: z.array(z.string()),
+});
+
 const tenderStateSchema = z.looseObject({
   settings: z.looseObject({
     samples: samplesModeSchema,
@@ -214,6 +241,7 @@ const tenderStateSchema = z.looseObject({
     maxSandboxes: positive.nullable(),
   }),
   tasks: z.array(tendedTaskSchema),
+  accounts: z.array(tendedAccountSchema).optional(),
   holds: z.looseObject({ global: holdSchema.nullable(), tasks: z.record(z.string(), holdSchema) }),
   history: z.array(historyEntrySchema),
   unsaved: z.array(historyEntrySchema).optional(),

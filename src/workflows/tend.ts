@@ -5,6 +5,7 @@
  */
 import { samplesSettingForRange } from '../config/settings';
 import {
+  decideAccount,
   decideTend,
   initialSetpoints,
   type Holds,
@@ -13,6 +14,7 @@ import {
   type TaskWindow,
 } from '../core/ramp';
 import type {
+  AccountStatus,
   HoldRampArgs,
   RampHistoryEntry,
   ResolvedSettings,
@@ -20,6 +22,7 @@ import type {
   SetSamplesRampArgs,
   TaskPlan,
   TaskStatus,
+  TendedAccount,
   TendedTask,
   TenderState,
   WorkerReport,
@@ -38,6 +41,8 @@ const HISTORY_KEPT = 100;
 export class Tender {
   /** The tasks by name; the same objects as the state's list. */
   readonly tasks = new Map<string, TendedTask>();
+  /** The provider accounts by name, likewise; a task is on at most one (it has one model). */
+  readonly accounts = new Map<string, TendedAccount>();
   /** History entries not yet written to the log. */
   private unsaved: RampHistoryEntry[] = [];
 
@@ -50,6 +55,7 @@ export class Tender {
         maxSandboxes: settings.maxSandboxes,
       },
       tasks: [],
+      accounts: [],
       holds: { global: null, tasks: {} },
       history: [],
     });
@@ -58,6 +64,8 @@ export class Tender {
   /** Takes over the state a previous run saved (continue-as-new). */
   constructor(private readonly state: TenderState) {
     for (const task of state.tasks) this.tasks.set(task.plan.name, task);
+    state.accounts ??= [];
+    for (const account of state.accounts) this.accounts.set(account.name, account);
     this.unsaved = state.unsaved ?? [];
     delete state.unsaved;
   }
@@ -131,6 +139,7 @@ export class Tender {
         status: 'running',
         remainingSamples: t.status.samples - t.status.completed - t.status.errored,
         window: this.window(t),
+        accountManaged: this.accountOf(t.plan.name) !== undefined,
       })),
     });
     for (const decided of plan.tasks) {
@@ -147,21 +156,14 @@ export class Tender {
       };
       task.workers = emptyWindow();
     }
-    return this.apply(plan.changes);
+    return [...new Set([...this.apply(plan.changes), ...this.tendAccounts(now)])];
   }
 
   report(report: WorkerReport): void {
+    if (report.account !== undefined) this.reportAccount(report.account, report);
     for (const name of report.tasks) {
       const w = this.tasks.get(name)?.workers;
-      if (!w) continue;
-      w.rateLimitEpisodes += report.rateLimitEpisodes;
-      w.cuts += report.cuts;
-      w.retries += report.retries;
-      // State carried over from a run before this field existed has none yet.
-      w.queuedShare = Math.max(w.queuedShare ?? 0, report.queuedShare ?? 0);
-      const level = report.pushbackLevel ?? null;
-      if (level !== null) w.pushbackLevel = Math.max(w.pushbackLevel ?? 0, level);
-      w.lowestLimit = w.lowestLimit === null ? report.limit : Math.min(w.lowestLimit, report.limit);
+      if (w) addReport(w, report);
     }
   }
 
@@ -223,6 +225,127 @@ export class Tender {
     this.log({ time: now, task: '*', kind: 'refused', from: null, to: null, reason: message, by });
   }
 
+  /**
+   * Each account's ceiling from its window (SPEC §2: the wall, the reversal clamp and the ceiling
+   * belong to the account); its running tasks show it and their workers' owners apply it.
+   * Returns the tasks whose ceiling moved.
+   */
+  private tendAccounts(now: number): string[] {
+    const touched: string[] = [];
+    for (const account of this.accounts.values()) {
+      const tasks = account.tasks.filter(
+        (name) => this.tasks.get(name)?.status.state === 'running',
+      );
+      if (tasks.length === 0) continue;
+      const held =
+        this.holds.global !== null || tasks.some((name) => Object.hasOwn(this.holds.tasks, name));
+      const w = account.window;
+      const decided = decideAccount(this.state.settings, now, {
+        ...account.state,
+        account: account.name,
+        tasks,
+        held,
+        window: {
+          rateLimitEpisodes: w.rateLimitEpisodes,
+          controllerCuts: w.cuts,
+          controllerLimit: w.lowestLimit,
+          pushbackLevel: w.pushbackLevel,
+        },
+      });
+      account.state = decided.state;
+      account.lastRateLimitEpisodes = w.rateLimitEpisodes;
+      account.lastLimit = w.lowestLimit;
+      for (const pid of Object.keys(account.hosts)) {
+        if (!account.reportedBy.includes(pid)) delete account.hosts[pid];
+      }
+      account.reportedBy = [];
+      account.window = emptyWindow();
+      for (const change of decided.changes) {
+        this.log({
+          time: change.at,
+          task: change.tasks.join(','),
+          account: change.account,
+          kind: 'connections',
+          from: change.from,
+          to: change.to,
+          reason: change.reason,
+        });
+      }
+      for (const name of tasks) {
+        const task = this.tasks.get(name)!;
+        if (task.ramp.connectionCeiling === decided.state.ceiling) continue;
+        task.ramp.connectionCeiling = decided.state.ceiling;
+        task.status.connection_limit = decided.state.ceiling;
+        touched.push(name);
+      }
+    }
+    return touched;
+  }
+
+  private reportAccount(name: string, report: WorkerReport): void {
+    let account = this.accounts.get(name);
+    if (!account) {
+      // It starts where its tasks' ceilings stand: what its owner applies until the next tend.
+      const ceilings = report.tasks.flatMap((t) => {
+        const limit = this.tasks.get(t)?.ramp.connectionCeiling;
+        return limit ? [limit] : [];
+      });
+      account = {
+        name,
+        tasks: [],
+        state: {
+          ceiling: ceilings.length > 0 ? Math.min(...ceilings) : report.limit,
+          clamp: null,
+          pushbackWindows: 0,
+          wall: null,
+        },
+        window: emptyWindow(),
+        lastRateLimitEpisodes: 0,
+        lastLimit: null,
+        hosts: {},
+        reportedBy: [],
+      };
+      this.accounts.set(name, account);
+      this.state.accounts!.push(account);
+    }
+    for (const task of report.tasks) {
+      if (this.tasks.has(task) && !account.tasks.includes(task)) account.tasks.push(task);
+    }
+    addReport(account.window, report);
+    const pid = String(report.pid);
+    account.hosts[pid] = { inFlight: report.inFlight, pacing: report.pacing };
+    if (!account.reportedBy.includes(pid)) account.reportedBy.push(pid);
+  }
+
+  /** The accounts for `status`: what the tend decided and what their owners last reported. */
+  accountStatus(): AccountStatus[] {
+    return [...this.accounts.values()].map((a) => {
+      const hosts = Object.values(a.hosts);
+      const known = hosts.filter((h) => h.inFlight !== undefined);
+      const pacing = hosts.find((h) => h.pacing?.pacing)?.pacing ?? hosts[0]?.pacing;
+      return {
+        account: a.name,
+        tasks: [...a.tasks],
+        connection_ceiling: a.state.ceiling,
+        controller_limit: a.lastLimit,
+        in_flight: known.length > 0 ? known.reduce((n, h) => n + (h.inFlight ?? 0), 0) : null,
+        wall: a.state.wall
+          ? { level: a.state.wall.level, probe_at: new Date(a.state.wall.probeAt).toISOString() }
+          : null,
+        clamp: a.state.clamp,
+        pacing: pacing
+          ? { pacing: pacing.pacing, binding: pacing.binding, spacing_ms: pacing.spacingMs }
+          : null,
+        rate_limit_episodes: a.lastRateLimitEpisodes,
+      };
+    });
+  }
+
+  private accountOf(task: string): TendedAccount | undefined {
+    for (const account of this.accounts.values()) if (account.tasks.includes(task)) return account;
+    return undefined;
+  }
+
   /** History entries recorded since the last call, for the log. */
   takeUnsaved(): RampHistoryEntry[] {
     const entries = this.unsaved;
@@ -279,6 +402,17 @@ export class Tender {
     if (this.state.history.length > HISTORY_KEPT) this.state.history.shift();
     this.unsaved.push(full);
   }
+}
+
+function addReport(w: WorkerWindow, report: WorkerReport): void {
+  w.rateLimitEpisodes += report.rateLimitEpisodes;
+  w.cuts += report.cuts;
+  w.retries += report.retries;
+  // State carried over from a run before this field existed has none yet.
+  w.queuedShare = Math.max(w.queuedShare ?? 0, report.queuedShare ?? 0);
+  const level = report.pushbackLevel ?? null;
+  if (level !== null) w.pushbackLevel = Math.max(w.pushbackLevel ?? 0, level);
+  w.lowestLimit = w.lowestLimit === null ? report.limit : Math.min(w.lowestLimit, report.limit);
 }
 
 function emptyWindow(): WorkerWindow {

@@ -6,7 +6,7 @@
  */
 import { defineQuery, defineSignal, defineUpdate } from '@temporalio/workflow';
 import type { ResolvedSettings } from '../config/settings';
-import type { Holds, RampSettings, TaskRampState } from '../core/ramp';
+import type { AccountRampState, Holds, RampSettings, TaskRampState } from '../core/ramp';
 import type { IndexRanges } from '../core/ranges';
 import type { ConcurrencySettings } from '../definition/types';
 
@@ -72,11 +72,31 @@ export interface WorkerWindow {
   pushbackLevel: number | null;
 }
 
+/** A provider account the eval set's tasks use, as its hosts' owners reported it. */
+export interface TendedAccount {
+  /** Named without a secret (see `WorkerReport.account`). */
+  name: string;
+  /** Tasks whose calls went through it. */
+  tasks: string[];
+  state: AccountRampState;
+  window: WorkerWindow;
+  /** The last window's rate-limit errors, for status. */
+  lastRateLimitEpisodes: number;
+  /** The last window's lowest controller limit, for status. */
+  lastLimit: number | null;
+  /** What each reporting host (by pid) said most recently: in flight and pacing, for status. */
+  hosts: Record<string, Pick<WorkerReport, 'inFlight' | 'pacing'>>;
+  /** Hosts that reported in the current window; one silent for a whole window is dropped. */
+  reportedBy: string[];
+}
+
 /** Everything the ramp carries between tends, as plain JSON (it crosses continue-as-new). */
 export interface TenderState {
   settings: RampSettings;
   /** In plan order. */
   tasks: TendedTask[];
+  /** The provider accounts, in the order they first reported (absent: carried from before them). */
+  accounts?: TendedAccount[];
   holds: Holds;
   /** The latest entries, oldest first. */
   history: RampHistoryEntry[];
@@ -208,8 +228,10 @@ export function taskCounters(status: TaskStatus) {
 export interface RampHistoryEntry {
   /** ISO time. */
   time: string;
-  /** The task, or `*` for all tasks. */
+  /** The task, or `*` for all tasks; for an account's move, the tasks on it, comma-separated. */
   task: string;
+  /** For a move of a provider account's ceiling: the account (never a secret). */
+  account?: string;
   /** `refused`: a steering signal that did not parse or could not apply (the reason says why). */
   kind: 'setpoint' | 'connections' | 'hold' | 'resume' | 'range' | 'refused';
   from: number | null;
@@ -239,6 +261,12 @@ export interface SetSamplesRampArgs {
 
 /** What a worker process saw of one provider account during a window. */
 export interface WorkerReport {
+  /**
+   * The provider account, named without a secret (`<model> at <base URL> key <hash>`): its
+   * host's owner reports it once for all its tasks, and the tend decides its ceiling. Absent
+   * from older workers, which reported per process.
+   */
+  account?: string;
   /** Tasks the process serves (their windows all include this report). */
   tasks: string[];
   pid: number;
@@ -254,6 +282,30 @@ export interface WorkerReport {
    * the window; null or absent (older workers): none.
    */
   pushbackLevel?: number | null;
+  /** The account's calls in flight on the reporting host when it reported. */
+  inFlight?: number;
+  /** Whether the host was pacing the account's calls from the provider's headers, and how. */
+  pacing?: { pacing: boolean; binding: string | null; spacingMs: number };
+}
+
+/** A provider account the eval set's tasks use, in `status` (never a secret). */
+export interface AccountStatus {
+  /** `<model> at <base URL> key <first 8 hex digits of the key's SHA-256>`. */
+  account: string;
+  tasks: string[];
+  /** The ceiling the tend set for the account's controllers (sum of its tasks' `hi`, lowered). */
+  connection_ceiling: number;
+  /** The controllers' limit, lowest in the last window. */
+  controller_limit: number | null;
+  /** Calls in flight at the last reports, summed over hosts. */
+  in_flight: number | null;
+  /** Where the provider pushed back, held one step below until `probe_at`. */
+  wall: { level: number; probe_at: string } | null;
+  /** Where reversal clamped the ceiling; null: none. */
+  clamp: number | null;
+  pacing: { pacing: boolean; binding: string | null; spacing_ms: number } | null;
+  /** Rate-limit errors (429s) in the last window. */
+  rate_limit_episodes: number;
 }
 
 export interface TaskResult {
@@ -280,6 +332,8 @@ export interface EvalSetStatus {
   log_dir?: string;
   settings?: ResolvedSettings;
   tasks: TaskStatus[];
+  /** The provider accounts the tasks use (absent before any reported). */
+  accounts?: AccountStatus[];
   /** When the task counters were last observed (ms since epoch, workflow time). */
   observed_at?: number;
   /** Runs of the `evalSet` workflow so far (it continues-as-new on long runs). */

@@ -1,0 +1,266 @@
+/**
+ * Provider accounts shared by the fleet, end to end: `steward launch` of several tasks on one
+ * account against `steward sim-provider`-style simulated provider over real HTTP (the real
+ * `openai` SDK in the workers), on the real dev server. The supervisor owns one controller per
+ * account and leases its slots to the worker processes; the test reads the owner's live state
+ * over its socket.
+ */
+import { spawn } from 'node:child_process';
+import { promises as fs } from 'node:fs';
+import * as path from 'node:path';
+import { Client, Connection } from '@temporalio/client';
+import { startSimProvider, type SimProvider } from '../src/sim/provider';
+import { readHostStats } from '../src/workers/lease-client';
+import type { HostStats } from '../src/workers/lease-protocol';
+import { statusQuery, type EvalSetStatus } from '../src/workflows/types';
+import { readSampleRecords } from './helpers/results';
+import { STEWARD_BIN, tempDir, uniqueName } from './helpers/cli';
+
+const TEND_SECONDS = 2;
+/** Must never show in status, history or the owner's state. */
+const API_KEY = 'sk-accounts-test-0123456789';
+
+interface Run {
+  name: string;
+  dir: string;
+  logDir: string;
+  tasks: string[];
+  exited: Promise<number | null>;
+  kill(): void;
+}
+
+describe('one controller per provider account per host', () => {
+  let client: Client;
+
+  beforeAll(async () => {
+    client = new Client({
+      connection: await Connection.connect({ address: process.env.TEMPORAL_ADDRESS! }),
+      namespace: process.env.TEMPORAL_NAMESPACE,
+    });
+  });
+
+  afterAll(async () => {
+    await client.connection.close();
+  });
+
+  /** Launches `tasks` tasks of `samples` one-call samples each, all on one provider account. */
+  async function launch(
+    prefix: string,
+    provider: SimProvider,
+    tasks: number,
+    samples: number,
+    flags: string[] = [],
+  ): Promise<Run> {
+    const dir = await tempDir();
+    const name = uniqueName(prefix);
+    const lines = Array.from({ length: samples }, (_, i) =>
+      JSON.stringify({ id: i + 1, input: `ANSWER: ${i}`, target: String(i) }),
+    );
+    await fs.writeFile(path.join(dir, 'data.jsonl'), `${lines.join('\n')}\n`);
+    const names = Array.from({ length: tasks }, (_, i) => `t${i + 1}`);
+    const file = path.join(dir, 'evalset.yaml');
+    await fs.writeFile(
+      file,
+      [
+        `name: ${name}`,
+        'tasks:',
+        ...names.flatMap((task) => [
+          `  - name: ${task}`,
+          '    dataset: data.jsonl',
+          '    solver: [generate]',
+          '    scorer: match',
+          '    model: openai-api/sim/shared',
+        ]),
+        '',
+      ].join('\n'),
+    );
+    const logDir = path.join(dir, 'logs');
+    const child = spawn(
+      process.execPath,
+      [
+        STEWARD_BIN,
+        'launch',
+        file,
+        '--json',
+        '--log-dir',
+        logDir,
+        '--tend-interval',
+        String(TEND_SECONDS),
+        ...flags,
+      ],
+      {
+        cwd: dir,
+        env: { ...process.env, SIM_BASE_URL: provider.url, SIM_API_KEY: API_KEY },
+        stdio: 'ignore',
+      },
+    );
+    const exited = new Promise<number | null>((resolve) => child.on('exit', resolve));
+    return { name, dir, logDir, tasks: names, exited, kill: () => child.kill('SIGINT') };
+  }
+
+  async function status(run: Run): Promise<EvalSetStatus | undefined> {
+    return client.workflow
+      .getHandle(`steward-${run.name}`)
+      .query(statusQuery)
+      .catch(() => undefined);
+  }
+
+  /** Polls `probe` until it returns a value; on timeout, says what `describe` last saw. */
+  async function until<T>(
+    probe: () => Promise<T | undefined>,
+    timeoutMs = 120_000,
+    describe?: () => Promise<unknown>,
+  ): Promise<T> {
+    const deadline = Date.now() + timeoutMs;
+    while (Date.now() < deadline) {
+      const value = await probe();
+      if (value !== undefined) return value;
+      await new Promise((r) => setTimeout(r, 100));
+    }
+    const seen = describe ? JSON.stringify(await describe()) : '';
+    throw new Error(`timed out; last seen: ${seen}`);
+  }
+
+  /** The live state of the launch's account owner, read over its lease socket. */
+  async function hostStats(run: Run): Promise<HostStats | undefined> {
+    const dir = path.join(run.dir, '.steward', 'run');
+    const sockets = (await fs.readdir(dir).catch(() => [])).filter((n) => n.endsWith('.sock'));
+    if (sockets.length !== 1) return undefined;
+    return (await readHostStats(path.join(dir, sockets[0]))) ?? undefined;
+  }
+
+  async function stop(run: Run): Promise<void> {
+    run.kill();
+    await run.exited;
+    for (const id of [`steward-${run.name}`, ...run.tasks.map((t) => `steward-${run.name}/${t}`)]) {
+      await client.workflow
+        .getHandle(id)
+        .terminate('test done')
+        .catch(() => undefined);
+    }
+  }
+
+  async function expectEverySampleOnce(run: Run, samples: number): Promise<void> {
+    for (const task of run.tasks) {
+      const records = await readSampleRecords(run.logDir, task);
+      expect(records).toHaveLength(samples);
+      expect(new Set(records.map((r) => r.sample_id)).size).toBe(samples);
+    }
+  }
+
+  test('4 tasks on one account behind a 40-concurrent provider: one controller, and after the first rate-limit episode no more than 40 calls at once', async () => {
+    // 4 x 30-40 samples of one 8 s call each want two to four times the provider's 40 calls at
+    // once, even on a loaded 2-core machine where a sample spends seconds outside its call,
+    // without burying it under sample workflows.
+    const provider = await startSimProvider({ latencyMs: 8_000, jitterMs: 200, concurrency: 40 });
+    const providerStart = Date.now();
+    const samples = 120;
+    const run = await launch('shared', provider, 4, samples, ['--samples-ramp', '30,40']);
+    try {
+      // One account, one controller, every worker process leasing from it.
+      const shared = await until(
+        async () => {
+          const s = await hostStats(run);
+          return s && s.accounts.length === 1 && s.holders.length === 4 ? s : undefined;
+        },
+        120_000,
+        () => hostStats(run),
+      );
+      expect(shared.accounts[0].label).toBe(`openai-api/sim/shared at ${provider.url}`);
+      expect(shared.accounts[0].users[`steward-${run.name}`].sort()).toEqual(run.tasks);
+      expect(new Set(shared.holders.map((h) => h.pid)).size).toBe(4);
+
+      // The first episode: the controller doubled past 40; the account's wall brings its
+      // ceiling to 40 or under, for every task on it. (Refusals reach the owner from four
+      // processes out of order: the first wall may land above 40, and the next episode moves it.)
+      const walled = await until(
+        async () => {
+          const s = await status(run);
+          const walls = s?.ramp_history.filter((e) => e.account && e.reason.startsWith('wall: '));
+          const wall = walls?.[walls.length - 1];
+          return s && wall && wall.to! <= 40 ? { s, wall } : undefined;
+        },
+        120_000,
+        async () => ({ status: await status(run), host: await hostStats(run) }),
+      );
+      expect(walled.wall).toMatchObject({
+        kind: 'connections',
+        account: `openai-api/sim/shared at ${provider.url} key ${shared.accounts[0].keyHash}`,
+      });
+      expect(walled.wall.task.split(',').sort()).toEqual(run.tasks);
+      // The level is the owner's count of calls in flight when the provider refused one; the
+      // ceiling is held one step below it.
+      const level = Number(/pushed back at (\d+) connections/.exec(walled.wall.reason)![1]);
+      expect(level).toBeGreaterThanOrEqual(30);
+      expect(walled.wall.to).toBeLessThan(level);
+      // Status shows the account: its ceiling, its wall, no secret.
+      const account = await until(async () => {
+        const s = await status(run);
+        const a = s?.accounts?.[0];
+        return a && a.connection_ceiling <= 40 ? a : undefined;
+      }, 10_000);
+      expect(account).toMatchObject({ wall: { level }, tasks: expect.any(Array) });
+      expect(JSON.stringify(await status(run))).not.toContain(API_KEY);
+      expect(JSON.stringify(await hostStats(run))).not.toContain(API_KEY);
+      const held = await until(async () => {
+        const s = await hostStats(run);
+        return s && s.accounts[0].ceiling <= 40 ? s : undefined;
+      }, 10_000);
+      expect(held.accounts[0].limit).toBeLessThanOrEqual(40);
+
+      // Calls admitted under the old limit drain (8 s each, and retries' backoff); from then on
+      // the provider never sees more than 40 of our calls: not one 429.
+      await new Promise((r) => setTimeout(r, 12_000));
+      const from = Math.ceil((Date.now() - providerStart) / 1000) + 1;
+      expect(await run.exited).toBe(0);
+      const after = provider.stats().series.filter((p) => p.t >= from);
+      const requests = after.reduce((n, p) => n + p.requests, 0);
+      const refused = after.reduce((n, p) => n + p.rate_limited, 0);
+      expect(requests).toBeGreaterThan(150);
+      expect(refused / requests).toBeLessThan(0.01);
+      expect(refused).toBe(0);
+      const peak = Math.max(...after.map((p) => p.in_flight));
+      expect(peak).toBeLessThanOrEqual(40);
+      expect(peak).toBeGreaterThanOrEqual(walled.wall.to! - 5);
+      const total = provider.stats();
+      console.log(
+        `4 tasks x ${samples} on one account: ${total.requests} requests, ` +
+          `${total.rate_limited} 429s in all (${((100 * total.rate_limited) / total.requests).toFixed(2)}%), ` +
+          `${refused} of ${requests} after the wall`,
+      );
+      await expectEverySampleOnce(run, samples);
+    } finally {
+      await stop(run);
+      await provider.close();
+    }
+  });
+
+  test('SIGKILL of a worker holding slots: they are back within 10 s, and every sample is recorded once', async () => {
+    const provider = await startSimProvider({ latencyMs: 3_000, jitterMs: 200 });
+    const samples = 150;
+    const run = await launch('killed', provider, 2, samples, ['--max-samples', '30']);
+    try {
+      const victim = await until(async () => {
+        const s = await hostStats(run);
+        const holder = s?.holders.find((h) => h.tasks.includes('t1') && h.held >= 10);
+        return holder?.pid ? holder : undefined;
+      });
+      process.kill(victim.pid!, 'SIGKILL');
+      const killedAt = Date.now();
+      // Its slots are back: no connection of it remains, and every slot in flight at the owner
+      // is held by a live worker.
+      const back = await until(async () => {
+        const s = await hostStats(run);
+        if (!s || s.holders.some((h) => h.pid === victim.pid)) return undefined;
+        const held = s.holders.reduce((n, h) => n + h.held, 0);
+        return s.accounts[0].inFlight === held ? Date.now() - killedAt : undefined;
+      }, 10_000);
+      expect(back).toBeLessThan(10_000);
+      expect(await run.exited).toBe(0);
+      await expectEverySampleOnce(run, samples);
+    } finally {
+      await stop(run);
+      await provider.close();
+    }
+  });
+});

@@ -1,0 +1,133 @@
+import {
+  ONE_REQUEST,
+  Pacer,
+  estimateCost,
+  readRateLimitHeaders,
+  type RateLimitReading,
+} from '../../src/core/pacing';
+
+const NOW = Date.parse('2026-12-01T12:00:00Z');
+
+function headers(record: Record<string, string>) {
+  return (name: string) => record[name];
+}
+
+describe('readRateLimitHeaders: OpenAI and Anthropic into one shape', () => {
+  test.each<[string, Record<string, string>, RateLimitReading]>([
+    [
+      'OpenAI requests and tokens, Go-duration resets',
+      {
+        'x-ratelimit-limit-requests': '60',
+        'x-ratelimit-remaining-requests': '59',
+        'x-ratelimit-reset-requests': '1s',
+        'x-ratelimit-limit-tokens': '150000',
+        'x-ratelimit-remaining-tokens': '149984',
+        'x-ratelimit-reset-tokens': '6m0s',
+      },
+      {
+        requests: { limit: 60, remaining: 59, resetAt: NOW + 1_000 },
+        tokens: { limit: 150_000, remaining: 149_984, resetAt: NOW + 360_000 },
+      },
+    ],
+    [
+      'OpenAI milliseconds',
+      {
+        'x-ratelimit-limit-requests': '10000',
+        'x-ratelimit-remaining-requests': '9999',
+        'x-ratelimit-reset-requests': '20ms',
+      },
+      { requests: { limit: 10_000, remaining: 9_999, resetAt: NOW + 20 } },
+    ],
+    [
+      'Anthropic, RFC 3339 resets, input and output tokens',
+      {
+        'anthropic-ratelimit-requests-limit': '50',
+        'anthropic-ratelimit-requests-remaining': '49',
+        'anthropic-ratelimit-requests-reset': '2026-12-01T12:00:01Z',
+        'anthropic-ratelimit-input-tokens-limit': '40000',
+        'anthropic-ratelimit-input-tokens-remaining': '39000',
+        'anthropic-ratelimit-input-tokens-reset': '2026-12-01T12:00:02.500Z',
+        'anthropic-ratelimit-output-tokens-limit': '8000',
+        'anthropic-ratelimit-output-tokens-remaining': '8000',
+        'anthropic-ratelimit-output-tokens-reset': '2026-12-01T12:00:00Z',
+      },
+      {
+        requests: { limit: 50, remaining: 49, resetAt: NOW + 1_000 },
+        input_tokens: { limit: 40_000, remaining: 39_000, resetAt: NOW + 2_500 },
+        output_tokens: { limit: 8_000, remaining: 8_000, resetAt: NOW },
+      },
+    ],
+    ['no headers', {}, {}],
+    [
+      'a limit missing its reset, or malformed, is not read',
+      {
+        'x-ratelimit-limit-requests': '60',
+        'x-ratelimit-remaining-requests': '59',
+        'x-ratelimit-limit-tokens': 'lots',
+        'x-ratelimit-remaining-tokens': '1',
+        'x-ratelimit-reset-tokens': '1s',
+      },
+      {},
+    ],
+  ])('%s', (_, record, expected) => {
+    expect(readRateLimitHeaders(headers(record), NOW)).toEqual(expected);
+  });
+});
+
+describe('Pacer: spaces an account’s calls over the time to reset once a limit runs low', () => {
+  function pacer(reading: RateLimitReading) {
+    let time = NOW;
+    const p = new Pacer({ now: () => time });
+    p.observe(reading);
+    return { p, advance: (ms: number) => (time += ms) };
+  }
+
+  test('plenty left: calls go at once, and nothing is paced', () => {
+    const { p } = pacer({ requests: { limit: 100, remaining: 80, resetAt: NOW + 10_000 } });
+    expect(Array.from({ length: 60 }, () => p.reserve(ONE_REQUEST))).toEqual(Array(60).fill(0));
+    expect(p.state()).toMatchObject({ pacing: false, limits: { requests: { left: 20 } } });
+  });
+
+  test('low: calls go at the rate the limit refills until its reset', () => {
+    // 6 of 60 left (under the 10% low share) and 54 s until whole: it refills 1 a second.
+    const { p } = pacer({ requests: { limit: 60, remaining: 6, resetAt: NOW + 54_000 } });
+    const waits = Array.from({ length: 5 }, () => Math.round(p.reserve(ONE_REQUEST)));
+    expect(waits).toEqual([0, 1_000, 2_000, 3_000, 4_000]);
+    expect(p.state()).toMatchObject({ pacing: true, binding: 'requests', spacingMs: 1_000 });
+  });
+
+  test('used up: the next call waits for the units it needs to refill', () => {
+    const { p } = pacer({ requests: { limit: 60, remaining: 0, resetAt: NOW + 60_000 } });
+    expect(Math.round(p.reserve(ONE_REQUEST))).toBe(1_000);
+    expect(Math.round(p.reserve(ONE_REQUEST))).toBe(2_000);
+  });
+
+  test('tokens: a call is paced by its estimated tokens, not by its count', () => {
+    // 20k of 100k tokens left, whole again in 40 s: it refills 2,000 a second.
+    const { p } = pacer({ tokens: { limit: 100_000, remaining: 20_000, resetAt: NOW + 40_000 } });
+    const cost = estimateCost(4 * 4_000, 1_000);
+    expect(cost).toEqual({ requests: 1, tokens: 5_000, inputTokens: 4_000, outputTokens: 1_000 });
+    // 15k and 10k left after these: not low yet.
+    expect(p.reserve(cost)).toBe(0);
+    expect(p.reserve(cost)).toBe(0);
+    // Under 10% after the third: from it on, 5k tokens every 2.5 s.
+    expect(p.reserve(cost)).toBe(0);
+    expect(Math.round(p.reserve(cost))).toBe(2_500);
+    expect(Math.round(p.reserve(cost))).toBe(5_000);
+  });
+
+  test('a past reset is a whole limit again: no pacing', () => {
+    const { p, advance } = pacer({ requests: { limit: 60, remaining: 0, resetAt: NOW + 60_000 } });
+    advance(60_000);
+    expect(p.reserve(ONE_REQUEST)).toBe(0);
+  });
+
+  test('a newer reading replaces the old one; an overtaken older answer cannot raise what is left', () => {
+    const { p } = pacer({ requests: { limit: 100, remaining: 50, resetAt: NOW + 10_000 } });
+    p.observe({ requests: { limit: 100, remaining: 3, resetAt: NOW + 10_000 } });
+    p.observe({ requests: { limit: 100, remaining: 40, resetAt: NOW + 9_000 } });
+    expect(p.state().limits.requests).toEqual({ limit: 100, left: 3, resetInMs: 10_000 });
+    p.observe({ requests: { limit: 100, remaining: 100, resetAt: NOW + 20_000 } });
+    expect(p.state().limits.requests?.left).toBe(100);
+  });
+});
