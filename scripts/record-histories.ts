@@ -1,7 +1,7 @@
 /**
  * Records the histories that `test/replay-saved.test.ts` replays against every later build: a
  * small eval set run start to end on a throwaway dev server, steered once each way (hold, range,
- * resume) so the signal handlers are in it. Run it only when an incompatible change is made on
+ * resume) by update and by signal, so the handlers are in it. Run it only when an incompatible change is made on
  * purpose (README, "Changing workflow code"); otherwise the saved histories are the check.
  *
  *   npm run record:histories
@@ -64,6 +64,13 @@ async function main(): Promise<void> {
     await steward('ramp', 'range', '2', '3', '--eval-set', NAME);
     await steward('ramp', 'resume', '--eval-set', NAME);
     const id = evalSetWorkflowId(NAME);
+    // `steward ramp` steers by update while the workers answer; the same commands as signals,
+    // and one the workflow refuses, cover the signal handlers too.
+    const handle = client.workflow.getHandle(id);
+    await handle.signal('holdRamp', { reason: 'recorded for replay tests, by signal' });
+    await handle.signal('setSamplesRamp', { range: [2, 4] });
+    await handle.signal('setSamplesRamp', { rnage: [2, 4] });
+    await handle.signal('resumeRamp', {});
     await client.workflow.getHandle(id).result();
     const task = taskWorkflowId(id, 't');
     const sample = (await first(client, `WorkflowType = 'sampleWorkflow'`)) as string;

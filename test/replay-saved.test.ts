@@ -27,9 +27,11 @@ describe('histories saved from an earlier build', () => {
     },
   );
 
-  test('the saved eval set was steered, so its signal handlers are covered', async () => {
+  test('the saved eval set was steered by update and by signal, so its handlers are covered', async () => {
     const saved = await fs.readFile(path.join(DIR, 'evalSet.json'), 'utf8');
-    for (const signal of ['holdRamp', 'setSamplesRamp', 'resumeRamp'])
-      expect(saved).toContain(`"signalName":"${signal}"`);
+    for (const name of ['holdRamp', 'setSamplesRamp', 'resumeRamp']) {
+      expect(saved).toContain(`"signalName":"${name}"`);
+      expect(saved).toMatch(new RegExp(`"acceptedRequest":\\{[^]*?"name":"${name}"`));
+    }
   });
 });
