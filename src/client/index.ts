@@ -25,15 +25,10 @@ import type { evalSet } from '../workflows';
 import {
   STEWARD_TASK_QUEUE,
   evalSetWorkflowId,
-  holdRampSignal,
   holdRampUpdate,
-  resumeRampSignal,
   resumeRampUpdate,
-  setSamplesRampSignal,
   setSamplesRampUpdate,
   statusQuery,
-  workerControlQuery,
-  workerReportSignal,
   type EvalSetInput,
   type EvalSetResult,
   type EvalSetStatus,
@@ -45,6 +40,7 @@ import {
 
 export type { evalSet };
 export type {
+  AccountStatus,
   EvalSetInput,
   EvalSetResult,
   EvalSetStatus,
@@ -56,6 +52,7 @@ export type {
   TaskResult,
   TaskStatus,
 } from '../workflows/types';
+/** The workflow's own definitions, for `handle.executeUpdate`, `signal` and `query`. */
 export {
   STEWARD_TASK_QUEUE,
   evalSetWorkflowId,
@@ -68,7 +65,7 @@ export {
   statusQuery,
   workerControlQuery,
   workerReportSignal,
-};
+} from '../workflows/types';
 
 /** What a script gives to start an eval set; the same plain JSON the stock CLI takes. */
 export interface StartOptions {
