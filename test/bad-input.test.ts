@@ -591,7 +591,7 @@ describe('a log dir that fills up mid-run', () => {
     const full = await runCli(['launch', file, '--log-dir', logDir], { cwd: dir, env: cleanEnv() });
     expect(full.code).toBe(3);
     expect(full.stderr.trimEnd().split('\n').at(-1)).toBe(
-      `steward: eval set failed: cannot write results to ${logDir}/t/summary.json: the disk is full`,
+      `steward: eval set failed: task t failed: cannot write results to ${logDir}/t/summary.json: the disk is full`,
     );
     expect(full.stderr).not.toMatch(/internal error|\[WARN\]|\n\s+at /);
     // Published records are whole JSON (readSampleRecords parses each), and only those.
