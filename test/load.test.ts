@@ -1,11 +1,16 @@
 /**
  * Load: 20 tasks × 1,000 zero-latency `mockllm` samples at `max_samples` 100, through the CLI on
- * the test run's dev server, complete on a 2-core machine with every sample recorded, and no
+ * a dev server of its own (the suite's shared server carries every earlier test's workflows,
+ * and its SQLite file slows with them), complete on a 2-core machine with every sample recorded, and no
  * workflow history comes near Temporal's limits. Prints the run's figures: wall time, peak
  * memory over every process of the run, the largest history. (`npm run bench:load` measures the
- * same outside Jest, on a server of its own.)
+ * same outside Jest.)
  */
+import * as path from 'node:path';
 import { Client, Connection } from '@temporalio/client';
+import { throwawayDevConfig } from '../src/temporal/config';
+import { ensureDevServer, stopDevServer } from '../src/temporal/devserver';
+import { freePort } from './setup/global-setup';
 import { largestHistories, loadTable, runLoad, type LoadRun } from '../scripts/load/measure';
 import { tempDir, uniqueName } from './helpers/cli';
 import { HISTORY_LIMITS } from './helpers/histories';
@@ -21,21 +26,24 @@ jest.setTimeout(DEADLINE_MS + 5 * 60_000);
 describe(`${SHAPE.tasks} tasks × ${SHAPE.samplesPerTask} samples at max_samples ${SHAPE.maxSamples}`, () => {
   let client: Client;
   let run: LoadRun;
+  let stewardDir: string;
 
   beforeAll(async () => {
-    const address = process.env.TEMPORAL_ADDRESS!;
-    const serverPid = devServerPid(Number(address.split(':').pop()));
+    const dir = await tempDir('steward-load-');
+    stewardDir = path.join(dir, 'temporal');
+    const port = await freePort();
+    const { address, namespace } = await ensureDevServer(throwawayDevConfig(stewardDir, port), {
+      stewardDir,
+    });
+    const serverPid = devServerPid(port);
     if (serverPid === undefined)
       throw new Error(`no Temporal dev server process serves ${address}`);
-    client = new Client({
-      connection: await Connection.connect({ address }),
-      namespace: process.env.TEMPORAL_NAMESPACE,
-    });
+    client = new Client({ connection: await Connection.connect({ address }), namespace });
     run = await runLoad({
       shape: SHAPE,
-      dir: await tempDir('steward-load-'),
+      dir,
       name: uniqueName('load'),
-      env: process.env,
+      env: { ...process.env, TEMPORAL_ADDRESS: address, TEMPORAL_NAMESPACE: namespace },
       client,
       serverPid,
       timeoutMs: DEADLINE_MS,
@@ -45,6 +53,7 @@ describe(`${SHAPE.tasks} tasks × ${SHAPE.samplesPerTask} samples at max_samples
 
   afterAll(async () => {
     await client?.connection.close();
+    if (stewardDir) await stopDevServer(stewardDir);
   });
 
   test('completes, exits 0 and records every sample once', () => {
