@@ -57,6 +57,8 @@ export async function reportAccounts(options: ReportOptions): Promise<void> {
       nextTend = control.next_tend_at;
       failing = false;
     } catch (err) {
+      // Stopping: the eval set is over or its fleet is going, and nobody needs its control.
+      if (options.signal.aborted) return;
       // The accounts keep the last ceiling. One line per outage, not one a second.
       if (!failing) {
         console.error(
