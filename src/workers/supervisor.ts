@@ -118,6 +118,8 @@ export async function runSupervisor(options: SupervisorOptions): Promise<void> {
       }),
     );
   } finally {
+    // First, so a report or control query cut short by the stop is not taken for an outage.
+    for (const reporter of reporters.values()) reporter.stop.abort();
     await loop;
     await fleet.stop();
     await Promise.all([...reporters.keys()].map(stopReporter));
