@@ -163,10 +163,17 @@ async function watch(
     ? watchStewardYaml(process.cwd(), handle, (line) => process.stderr.write(`${line}\n`))
     : () => undefined;
   const progress = createProgress();
+  // One reading at a time: each asks every running task, and a task's query waits behind its
+  // samples' reports. Readings that overlapped on a busy server slowed it further (20 tasks of
+  // 100 samples fell from ~20 to 5 samples/s as queries piled up).
+  let reading = false;
   const ticker = setInterval(() => {
+    if (reading) return;
+    reading = true;
     readStatus(client, handle.workflowId)
       .then((s) => s.kind === 'running' && progress.update(s.status))
-      .catch(() => undefined);
+      .catch(() => undefined)
+      .finally(() => (reading = false));
   }, PROGRESS_MS);
 
   try {
