@@ -421,36 +421,38 @@ test('1,000+ random and malformed payloads to every handler: no workflow task fa
       return;
     }
     if (kind === 'update') {
-      const accepted =
+      // The refusal's words, or undefined when the update applied.
+      const refusal =
         via === 'client'
           ? await handle.executeUpdate(target, { args: [payload] }).then(
-              () => true,
-              () => false,
+              () => undefined,
+              (err: Error & { cause?: Error }) => err.cause?.message ?? err.message,
             )
-          : (
-              await temporalCli([
-                'workflow',
-                'update',
-                'execute',
-                '--workflow-id',
-                id,
-                '--name',
-                target,
-                '--input',
-                JSON.stringify(payload) ?? 'null',
-              ])
-            ).code === 0;
-      expect(accepted).toBe(isValid);
-      if (accepted) acceptedUpdates++;
+          : await temporalCli([
+              'workflow',
+              'update',
+              'execute',
+              '--workflow-id',
+              id,
+              '--name',
+              target,
+              '--input',
+              JSON.stringify(payload) ?? 'null',
+            ]).then((r) => (r.code === 0 ? undefined : r.stderr || `exit ${r.code}`));
+      // A valid update that fails says why, so a failure here names its cause.
+      if (isValid) expect({ target, payload, refusal }).toEqual({ target, payload });
+      else expect(refusal).toBeDefined();
+      if (refusal === undefined) acceptedUpdates++;
       else refusedUpdates++;
       return;
     }
     // Queries take no arguments: whatever comes is ignored, and an unknown name is an error.
-    const answered = await handle.query(target, payload).then(
-      () => true,
-      () => false,
+    const failed = await handle.query(target, payload).then(
+      () => undefined,
+      (err: Error) => err.message,
     );
-    expect(answered).toBe(!unknownName);
+    if (unknownName) expect(failed).toBeDefined();
+    else expect({ target, failed }).toEqual({ target });
   };
 
   const CLIENT_SENDS = 1_000;

@@ -25,6 +25,8 @@ async function buildBundle(): Promise<void> {
   const { bundleWorkflowCode } = await import('@temporalio/worker');
   const { code } = await bundleWorkflowCode({
     workflowsPath: require.resolve('../workflows'),
+    // Shared by every workflow the worker runs: see src/workflows/preload.ts.
+    preloadModules: [require.resolve('../workflows/preload')],
     logger: {
       info: () => undefined,
       warn: console.warn,

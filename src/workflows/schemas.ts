@@ -20,119 +20,143 @@ const count = z.number().int().min(0).max(1e9);
 const positive = z.number().int().min(1).max(1e9);
 const sha256 = z.string().regex(/^[0-9a-f]{64}$/, { error: 'expected 64 lowercase hex digits' });
 
-export const holdRampArgsSchema = z.strictObject({
-  reason: z
-    .string()
-    .trim()
-    .min(1, { error: 'must say why the climb stops' })
-    .max(1_000, { error: 'at most 1000 characters' }),
-  task: name.optional(),
-  by,
-});
+export const holdRampArgsSchema = z.lazy(() =>
+  z.strictObject({
+    reason: z
+      .string()
+      .trim()
+      .min(1, { error: 'must say why the climb stops' })
+      .max(1_000, { error: 'at most 1000 characters' }),
+    task: name.optional(),
+    by,
+  }),
+);
 
-export const resumeRampArgsSchema = z.strictObject({ task: name.optional(), by });
+export const resumeRampArgsSchema = z.lazy(() => z.strictObject({ task: name.optional(), by }));
 
 /** A ramp range: `[lo, hi]` with 1 <= lo <= hi, or `false` for no ramp. */
-export const samplesRampRangeSchema = z
-  .union([z.literal(false), z.tuple([positive, positive])], {
-    error: 'expected [lo, hi] (whole numbers from 1) or false',
-  })
-  .superRefine((range, ctx) => {
-    const problem = range === false ? undefined : rampRangeProblem(range);
-    if (problem) ctx.addIssue({ code: 'custom', message: problem, input: range });
-  });
-
-export const setSamplesRampArgsSchema = z.strictObject({ range: samplesRampRangeSchema, by });
-
-export const workerReportSchema = z.strictObject({
-  account: z.string().min(1).max(1_000).optional(),
-  tasks: z.array(name).max(10_000),
-  pid: count,
-  limit: count,
-  rateLimitEpisodes: count,
-  cuts: count,
-  retries: count,
-  queuedShare: z.number().min(0).max(1).optional(),
-  pushbackLevel: count.nullable().optional(),
-  inFlight: count.optional(),
-  pacing: z
-    .strictObject({
-      pacing: z.boolean(),
-      binding: z.string().max(200).nullable(),
-      spacingMs: z.number().min(0).max(1e9),
+export const samplesRampRangeSchema = z.lazy(() =>
+  z
+    .union([z.literal(false), z.tuple([positive, positive])], {
+      error: 'expected [lo, hi] (whole numbers from 1) or false',
     })
-    .optional(),
-});
+    .superRefine((range, ctx) => {
+      const problem = range === false ? undefined : rampRangeProblem(range);
+      if (problem) ctx.addIssue({ code: 'custom', message: problem, input: range });
+    }),
+);
 
-export const setLimitsSchema = z.strictObject({
-  setpoint: count,
-  connectionLimit: count.nullable(),
-});
+export const setSamplesRampArgsSchema = z.lazy(() =>
+  z.strictObject({ range: samplesRampRangeSchema, by }),
+);
 
-export const sampleDoneSchema = z.strictObject({
-  index: count,
-  ok: z.boolean(),
-  error: z.string().max(10_000).optional(),
-  errorType: z.string().max(200).optional(),
-});
+export const workerReportSchema = z.lazy(() =>
+  z.strictObject({
+    account: z.string().min(1).max(1_000).optional(),
+    tasks: z.array(name).max(10_000),
+    pid: count,
+    limit: count,
+    rateLimitEpisodes: count,
+    cuts: count,
+    retries: count,
+    queuedShare: z.number().min(0).max(1).optional(),
+    pushbackLevel: count.nullable().optional(),
+    inFlight: count.optional(),
+    pacing: z
+      .strictObject({
+        pacing: z.boolean(),
+        binding: z.string().max(200).nullable(),
+        spacingMs: z.number().min(0).max(1e9),
+      })
+      .optional(),
+  }),
+);
+
+export const setLimitsSchema = z.lazy(() =>
+  z.strictObject({
+    setpoint: count,
+    connectionLimit: count.nullable(),
+  }),
+);
+
+export const sampleDoneSchema = z.lazy(() =>
+  z.strictObject({
+    index: count,
+    ok: z.boolean(),
+    error: z.string().max(10_000).optional(),
+    errorType: z.string().max(200).optional(),
+  }),
+);
 
 /** The knobs a start input may carry: the same names and rules as `_steward.yaml`. */
-const knobsSchema = knobs.superRefine((value, ctx) => {
-  const problem = value.samples_ramp ? rampRangeProblem(value.samples_ramp) : undefined;
-  if (problem) {
-    ctx.addIssue({
-      code: 'custom',
-      path: ['samples_ramp'],
-      message: problem,
-      input: value.samples_ramp,
-    });
-  }
-});
+const knobsSchema = z.lazy(() =>
+  knobs.superRefine((value, ctx) => {
+    const problem = value.samples_ramp ? rampRangeProblem(value.samples_ramp) : undefined;
+    if (problem) {
+      ctx.addIssue({
+        code: 'custom',
+        path: ['samples_ramp'],
+        message: problem,
+        input: value.samples_ramp,
+      });
+    }
+  }),
+);
 
 /** What `steward launch`, a script or `temporal workflow start` gives the `evalSet` workflow. */
-export const evalSetStartSchema = z.strictObject({
-  definition: z.string().min(1).max(4_096),
-  definition_hash: sha256.optional(),
-  log_dir: z.string().min(1).max(4_096).optional(),
-  settings: knobsSchema.optional(),
-});
+export const evalSetStartSchema = z.lazy(() =>
+  z.strictObject({
+    definition: z.string().min(1).max(4_096),
+    definition_hash: sha256.optional(),
+    log_dir: z.string().min(1).max(4_096).optional(),
+    settings: knobsSchema.optional(),
+  }),
+);
 
-export const evalTaskStartSchema = z.looseObject({
-  evalSet: name,
-  task: name,
-  definition: z.string().min(1),
-  logDir: z.string().min(1),
-  parentId: z.string().min(1),
-  setpoint: count,
-});
+export const evalTaskStartSchema = z.lazy(() =>
+  z.looseObject({
+    evalSet: name,
+    task: name,
+    definition: z.string().min(1),
+    logDir: z.string().min(1),
+    parentId: z.string().min(1),
+    setpoint: count,
+  }),
+);
 
-export const sampleStartSchema = z.looseObject({
-  evalSet: name,
-  task: name,
-  definition: z.string().min(1),
-  logDir: z.string().min(1),
-  index: count,
-  parentId: z.string().min(1),
-  chain: z.string().min(1),
-});
+export const sampleStartSchema = z.lazy(() =>
+  z.looseObject({
+    evalSet: name,
+    task: name,
+    definition: z.string().min(1),
+    logDir: z.string().min(1),
+    index: count,
+    parentId: z.string().min(1),
+    chain: z.string().min(1),
+  }),
+);
 
-const metricsSchema = z.looseObject({
-  accuracy: z.number(),
-  stderr: z.number(),
-  samples_scored: count,
-});
+const metricsSchema = z.lazy(() =>
+  z.looseObject({
+    accuracy: z.number(),
+    stderr: z.number(),
+    samples_scored: count,
+  }),
+);
 
-const taskResultSchema = z.looseObject({
-  name,
-  samples: count,
-  completed: count,
-  errored: count,
-  resumed: count,
-  metrics: metricsSchema.nullable(),
-});
+const taskResultSchema = z.lazy(() =>
+  z.looseObject({
+    name,
+    samples: count,
+    completed: count,
+    errored: count,
+    resumed: count,
+    metrics: metricsSchema.nullable(),
+  }),
+);
 
 /** A task's word that it is ending. */
-export const taskDoneSchema = z.strictObject({ task: name });
+export const taskDoneSchema = z.lazy(() => z.strictObject({ task: name }));
 
 // ---- what a run hands the next across continue-as-new --------------------------------------
 // Only Steward writes a carry, but it arrives as a start input like any other, so it is checked
@@ -140,136 +164,161 @@ export const taskDoneSchema = z.strictObject({ task: name });
 
 const epochMs = z.number().finite();
 
-const taskPlanSchema = z.looseObject({
-  name,
-  taskQueue: z.string().min(1),
-  samples: count,
-  model: z.string(),
-  sandboxed: z.boolean(),
-});
-
-const taskStatusSchema = z.looseObject({
-  name,
-  state: z.enum(['waiting', 'running', 'done']),
-  taskQueue: z.string(),
-  samples: count,
-  completed: count,
-  errored: count,
-  in_flight: count,
-  waiting: count,
-  setpoint: count,
-  resumed: count,
-  saturations: count,
-  runs: count,
-  network_errors: count,
-  connection_limit: count.nullable(),
-  rate_limit_episodes: count,
-  ramp_state: z.string(),
-});
-
-const wallSchema = z.looseObject({ level: count, probeAt: epochMs, waitMs: count });
-
-const windowSchema = z.looseObject({
-  rateLimitEpisodes: count,
-  cuts: count,
-  retries: count,
-  lowestLimit: count.nullable(),
-  queuedShare: z.number().min(0).max(1),
-  pushbackLevel: count.nullable(),
-});
-
-const tendedTaskSchema = z.looseObject({
-  plan: taskPlanSchema,
-  status: taskStatusSchema,
-  ramp: z.looseObject({
-    setpoint: count,
-    connectionCeiling: count,
-    connectionClamp: count.nullable(),
-    pushbackWindows: count,
-    wall: wallSchema.nullable().optional(),
-  }),
-  seen: z.looseObject({ saturations: count, errored: count, networkErrors: count }),
-  workers: windowSchema,
-});
-
-const samplesModeSchema = z.discriminatedUnion('type', [
-  z.looseObject({ type: z.literal('pinned'), value: positive }),
+const taskPlanSchema = z.lazy(() =>
   z.looseObject({
-    type: z.literal('ramp'),
-    lo: positive,
-    hi: positive,
-    step: positive,
-    start: positive,
+    name,
+    taskQueue: z.string().min(1),
+    samples: count,
+    model: z.string(),
+    sandboxed: z.boolean(),
   }),
-  z.looseObject({ type: z.literal('fixed'), value: positive }),
-]);
+);
 
-const connectionsModeSchema = z.discriminatedUnion('type', [
-  z.looseObject({ type: z.literal('fixed'), n: positive }),
-  z.looseObject({ type: z.literal('adaptive'), min: positive, start: positive, max: positive }),
-]);
-
-const holdSchema = z.looseObject({ reason: z.string(), since: epochMs, by: by });
-
-const historyEntrySchema = z.looseObject({
-  time: z.string(),
-  task: z.string(),
-  kind: z.string(),
-  reason: z.string(),
-});
-
-const tendedAccountSchema = z.looseObject({
-  name: z.string().min(1),
-  tasks: z.array(name),
-  state: z.looseObject({
-    ceiling: count,
-    clamp: count.nullable(),
-    pushbackWindows: count,
-    wall: wallSchema.nullable().optional(),
+const taskStatusSchema = z.lazy(() =>
+  z.looseObject({
+    name,
+    state: z.enum(['waiting', 'running', 'done']),
+    taskQueue: z.string(),
+    samples: count,
+    completed: count,
+    errored: count,
+    in_flight: count,
+    waiting: count,
+    setpoint: count,
+    resumed: count,
+    saturations: count,
+    runs: count,
+    network_errors: count,
+    connection_limit: count.nullable(),
+    rate_limit_episodes: count,
+    ramp_state: z.string(),
   }),
-  window: windowSchema,
-  lastRateLimitEpisodes: count,
-  lastLimit: count.nullable(),
-  hosts: z.record(z.string(), z.looseObject({})),
-  reportedBy: z.array(z.string()),
-});
+);
 
-const tenderStateSchema = z.looseObject({
-  settings: z.looseObject({
-    samples: samplesModeSchema,
-    connections: connectionsModeSchema,
-    maxSandboxes: positive.nullable(),
+const wallSchema = z.lazy(() => z.looseObject({ level: count, probeAt: epochMs, waitMs: count }));
+
+const windowSchema = z.lazy(() =>
+  z.looseObject({
+    rateLimitEpisodes: count,
+    cuts: count,
+    retries: count,
+    lowestLimit: count.nullable(),
+    queuedShare: z.number().min(0).max(1),
+    pushbackLevel: count.nullable(),
   }),
-  tasks: z.array(tendedTaskSchema),
-  accounts: z.array(tendedAccountSchema).optional(),
-  holds: z.looseObject({ global: holdSchema.nullable(), tasks: z.record(z.string(), holdSchema) }),
-  history: z.array(historyEntrySchema),
-  unsaved: z.array(historyEntrySchema).optional(),
-});
+);
 
-const planSchema = z.looseObject({
-  name,
-  definition: z.string().min(1),
-  logDir: z.string().min(1),
-  settings: z.looseObject({
-    maxTasks: positive.nullable(),
-    samples: samplesModeSchema,
-    maxSandboxes: positive.nullable(),
-    connections: connectionsModeSchema,
-    maxWorkers: positive.nullable(),
-    tendIntervalMs: positive,
+const tendedTaskSchema = z.lazy(() =>
+  z.looseObject({
+    plan: taskPlanSchema,
+    status: taskStatusSchema,
+    ramp: z.looseObject({
+      setpoint: count,
+      connectionCeiling: count,
+      connectionClamp: count.nullable(),
+      pushbackWindows: count,
+      wall: wallSchema.nullable().optional(),
+    }),
+    seen: z.looseObject({ saturations: count, errored: count, networkErrors: count }),
+    workers: windowSchema,
   }),
-  tasks: z.array(taskPlanSchema).min(1),
-});
+);
 
-export const evalSetCarrySchema = z.looseObject({
-  plan: planSchema,
-  tender: tenderStateSchema,
-  started: z.array(name),
-  results: z.array(taskResultSchema),
-  observedAt: epochMs.optional(),
-  runs: positive,
-});
+const samplesModeSchema = z.lazy(() =>
+  z.discriminatedUnion('type', [
+    z.looseObject({ type: z.literal('pinned'), value: positive }),
+    z.looseObject({
+      type: z.literal('ramp'),
+      lo: positive,
+      hi: positive,
+      step: positive,
+      start: positive,
+    }),
+    z.looseObject({ type: z.literal('fixed'), value: positive }),
+  ]),
+);
+
+const connectionsModeSchema = z.lazy(() =>
+  z.discriminatedUnion('type', [
+    z.looseObject({ type: z.literal('fixed'), n: positive }),
+    z.looseObject({ type: z.literal('adaptive'), min: positive, start: positive, max: positive }),
+  ]),
+);
+
+const holdSchema = z.lazy(() => z.looseObject({ reason: z.string(), since: epochMs, by: by }));
+
+const historyEntrySchema = z.lazy(() =>
+  z.looseObject({
+    time: z.string(),
+    task: z.string(),
+    kind: z.string(),
+    reason: z.string(),
+  }),
+);
+
+const tendedAccountSchema = z.lazy(() =>
+  z.looseObject({
+    name: z.string().min(1),
+    tasks: z.array(name),
+    state: z.looseObject({
+      ceiling: count,
+      clamp: count.nullable(),
+      pushbackWindows: count,
+      wall: wallSchema.nullable().optional(),
+    }),
+    window: windowSchema,
+    lastRateLimitEpisodes: count,
+    lastLimit: count.nullable(),
+    hosts: z.record(z.string(), z.looseObject({})),
+    reportedBy: z.array(z.string()),
+  }),
+);
+
+const tenderStateSchema = z.lazy(() =>
+  z.looseObject({
+    settings: z.looseObject({
+      samples: samplesModeSchema,
+      connections: connectionsModeSchema,
+      maxSandboxes: positive.nullable(),
+    }),
+    tasks: z.array(tendedTaskSchema),
+    accounts: z.array(tendedAccountSchema).optional(),
+    holds: z.looseObject({
+      global: holdSchema.nullable(),
+      tasks: z.record(z.string(), holdSchema),
+    }),
+    history: z.array(historyEntrySchema),
+    unsaved: z.array(historyEntrySchema).optional(),
+  }),
+);
+
+const planSchema = z.lazy(() =>
+  z.looseObject({
+    name,
+    definition: z.string().min(1),
+    logDir: z.string().min(1),
+    settings: z.looseObject({
+      maxTasks: positive.nullable(),
+      samples: samplesModeSchema,
+      maxSandboxes: positive.nullable(),
+      connections: connectionsModeSchema,
+      maxWorkers: positive.nullable(),
+      tendIntervalMs: positive,
+    }),
+    tasks: z.array(taskPlanSchema).min(1),
+  }),
+);
+
+export const evalSetCarrySchema = z.lazy(() =>
+  z.looseObject({
+    plan: planSchema,
+    tender: tenderStateSchema,
+    started: z.array(name),
+    results: z.array(taskResultSchema),
+    observedAt: epochMs.optional(),
+    runs: positive,
+  }),
+);
 
 export type Parsed<T> = { ok: true; value: T } | { ok: false; message: string };
 
