@@ -235,6 +235,64 @@ describe('one controller per provider account per host', () => {
     }
   });
 
+  test('two hosts on one account behind a 40-concurrent provider: the tend splits the ceiling between them by demand, and together they stay under the wall', async () => {
+    const provider = await startSimProvider({ latencyMs: 6_000, jitterMs: 200, concurrency: 40 });
+    const providerStart = Date.now();
+    const samples = 100;
+    const run = await launch('hosts', provider, 2, samples, ['--samples-ramp', '30,40']);
+    // A second host: another fleet with its own account owner (its own STEWARD_HOME, so its own
+    // lease socket), serving the same eval set's task queues.
+    const home = await tempDir();
+    const second = spawn(process.execPath, [STEWARD_BIN, 'workers', run.name], {
+      cwd: home,
+      env: { ...process.env, SIM_BASE_URL: provider.url, SIM_API_KEY: API_KEY },
+      stdio: 'ignore',
+    });
+    const secondExited = new Promise((resolve) => second.on('exit', resolve));
+    try {
+      // Both hosts report the account, and the tend splits its ceiling between them.
+      const split = await until(
+        async () => {
+          const a = (await status(run))?.accounts?.[0];
+          const hosts = a?.hosts ?? [];
+          return a && hosts.length === 2 && hosts.every((h) => h.share !== null) ? a : undefined;
+        },
+        120_000,
+        () => status(run),
+      );
+      const shares = split.hosts!.map((h) => h.share!);
+      expect(shares.reduce((x, y) => x + y, 0)).toBe(split.connection_ceiling);
+      for (const share of shares) expect(share).toBeGreaterThanOrEqual(1);
+      expect(new Set(split.hosts!.map((h) => h.host)).size).toBe(2);
+
+      // Once the wall holds the account under 40 and the calls admitted before it have drained,
+      // the two hosts together never give the provider more than 40 calls at once.
+      await until(
+        async () => {
+          const a = (await status(run))?.accounts?.[0];
+          return a && a.wall !== null && a.connection_ceiling <= 40 ? a : undefined;
+        },
+        120_000,
+        () => status(run),
+      );
+      await new Promise((r) => setTimeout(r, 12_000));
+      const from = Math.ceil((Date.now() - providerStart) / 1000) + 1;
+      expect(await run.exited).toBe(0);
+      const after = provider.stats().series.filter((p) => p.t >= from);
+      const requests = after.reduce((n, p) => n + p.requests, 0);
+      const refused = after.reduce((n, p) => n + p.rate_limited, 0);
+      expect(requests).toBeGreaterThan(30);
+      expect(refused / requests).toBeLessThan(0.01);
+      expect(Math.max(...after.map((p) => p.in_flight))).toBeLessThanOrEqual(40);
+      await expectEverySampleOnce(run, samples);
+    } finally {
+      second.kill('SIGINT');
+      await secondExited;
+      await stop(run);
+      await provider.close();
+    }
+  });
+
   test('SIGKILL of a worker holding slots: they are back within 10 s, and every sample is recorded once', async () => {
     const provider = await startSimProvider({ latencyMs: 3_000, jitterMs: 200 });
     const samples = 150;

@@ -610,6 +610,10 @@ describe('statusText provider accounts', () => {
             clamp: null,
             pacing: { pacing: true, binding: 'requests', spacing_ms: 500 },
             rate_limit_episodes: 3,
+            hosts: [
+              { host: 'gpu-a:311', share: 10, demand: 12, in_flight: 9 },
+              { host: 'gpu-b:97', share: 30, demand: 35, in_flight: 29 },
+            ],
           },
         ],
         ramp_history: [
@@ -635,6 +639,7 @@ describe('statusText provider accounts', () => {
       'wall',
       'pacing',
       'rate limits',
+      'hosts',
     ]);
     expect(cells(lines[header + 2]).map((c) => c.text)).toEqual([
       account,
@@ -645,6 +650,8 @@ describe('statusText provider accounts', () => {
       '41 (probe 2025-03-01T12:02:00Z)',
       'requests: 1 per 500 ms',
       '3',
+      // Several hosts: each one's share of the ceiling.
+      'gpu-a:311 10, gpu-b:97 30',
     ]);
     expect(text).toContain(`account ${account} (t1,t2)`);
     expect(text).toContain('connections 400 → 40');

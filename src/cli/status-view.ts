@@ -190,8 +190,9 @@ const ACCOUNT_COLUMNS = [
   'wall',
   'pacing',
   'rate limits',
+  'hosts',
 ];
-const ACCOUNT_TEXT_COLUMNS = new Set(['account', 'tasks', 'wall', 'pacing']);
+const ACCOUNT_TEXT_COLUMNS = new Set(['account', 'tasks', 'wall', 'pacing', 'hosts']);
 
 function accountRow(a: AccountStatus): string[] {
   const wall = a.wall ? `${a.wall.level} (probe ${a.wall.probe_at.replace(/\.\d+Z$/, 'Z')})` : '-';
@@ -209,7 +210,15 @@ function accountRow(a: AccountStatus): string[] {
     wall,
     pacing,
     String(a.rate_limit_episodes),
+    hostsCell(a),
   ];
+}
+
+/** One host: its count. Several: each one's share of the ceiling, as the last split gave it. */
+function hostsCell(a: AccountStatus): string {
+  const hosts = a.hosts ?? [];
+  if (hosts.length <= 1) return String(hosts.length);
+  return hosts.map((h) => `${h.host} ${h.share ?? '-'}`).join(', ');
 }
 
 /** Where the rest of a shortened history is. */

@@ -409,11 +409,14 @@ export interface FixedConnectionsOptions {
 }
 
 /**
- * An explicit `max_connections`: the limit never moves, but rate-limit episodes are still counted
- * so the ramp can reverse on sustained pushback.
+ * An explicit `max_connections`: what the account allows, fleet-wide. Rate limits never move it,
+ * but their episodes are still counted so the ramp can reverse on sustained pushback.
  */
 export class FixedConnections extends SlotLimiter {
-  constructor(connections: number, options: FixedConnectionsOptions) {
+  constructor(
+    private readonly connections: number,
+    options: FixedConnectionsOptions,
+  ) {
     if (!(Number.isInteger(connections) && connections >= 1)) {
       throw new RangeError(`max_connections must be a positive integer (${connections})`);
     }
@@ -424,8 +427,14 @@ export class FixedConnections extends SlotLimiter {
     return this.limit;
   }
 
-  /** A fixed limit is the user's explicit choice: the ramp's ceiling does not move it. */
-  setCeiling(_ceiling: number): void {}
+  /**
+   * The user's number is the most this host may use; the ramp never raises it. A lower ceiling
+   * is this host's share of it when several hosts call the account (src/core/shares.ts).
+   */
+  setCeiling(ceiling: number): void {
+    const limit = Math.max(1, Math.min(this.connections, Math.floor(ceiling)));
+    if (limit !== this.limit) this.setLimit(limit);
+  }
 
   protected override onOutcome(outcome: CallOutcome, sentAt: number): void {
     if (outcome.kind === 'rateLimit') this.rateLimitEpisode(outcome.retryAfterMs, sentAt);

@@ -7,12 +7,14 @@
  *
  * No I/O and an injected clock: the socket and the eval sets are the callers' business.
  */
+import * as os from 'node:os';
 import { setTimeout as sleepFor } from 'node:timers/promises';
 import { AdaptiveConnections, FixedConnections, type CallSlots } from '../core/controller';
 import { ONE_REQUEST, Pacer, type PacingState, type RateLimitReading } from '../core/pacing';
 import type { ConnectionLimiter, ConnectionsWindow } from '../core/controller';
 import type { ConnectionsSetting } from '../config/settings';
-import type { WorkerReport } from '../workflows/types';
+import { newcomerShare } from '../core/shares';
+import type { WorkerControl, WorkerReport } from '../workflows/types';
 
 /** A provider account, as a worker names it: never the key itself. */
 export interface AccountRef {
@@ -66,6 +68,8 @@ export interface AccountSnapshot {
 /** A window being collected for one eval set: several drains of the controller folded together. */
 interface PendingWindow {
   lowestLimit: number | null;
+  /** The most calls in flight or waiting at once. */
+  peakWanting: number;
   rateLimitSignals: number;
   cuts: number;
   retries: number;
@@ -87,47 +91,49 @@ interface HostedAccount {
   lastDrainAt: number;
   /** Eval set id -> what it has not been told yet. */
   pending: Map<string, PendingWindow>;
+  /** Calls in flight or waiting for a slot (pacing included), now. */
+  wanting: number;
 }
 
 export interface AccountHostOptions {
   now: () => number;
   /** Named in reports (the owner's process id). */
   pid: number;
+  /**
+   * The host's name in reports and in the tend's split of each account (`<hostname>:<pid>`):
+   * unique across the fleet's machines. @default this machine's hostname and `pid`
+   */
+  host?: string;
   /** Waits out a pacing delay; rejects when `signal` aborts. @default a timer */
   sleep?: (ms: number, signal?: AbortSignal) => Promise<void>;
 }
 
 export class AccountHost implements SlotSource {
   private readonly accounts = new Map<string, HostedAccount>();
-  /** Eval set id -> the connection ceilings its ramp set, by task. */
-  private readonly ceilings = new Map<string, Record<string, number | null>>();
+  /** Eval set id -> what its tend last set: ceilings by task, and each account's split. */
+  private readonly controls = new Map<string, Pick<WorkerControl, 'ceilings' | 'accounts'>>();
+  private readonly hostName: string;
 
-  constructor(private readonly options: AccountHostOptions) {}
+  constructor(private readonly options: AccountHostOptions) {
+    this.hostName = options.host ?? `${os.hostname()}:${options.pid}`;
+  }
 
   slots(ref: AccountRef, user: AccountUser | null): CallSlots {
     let account = this.accounts.get(ref.key);
     if (!account) {
-      const limiter = newLimiter(ref.connections, this.options.now);
-      const pacer = new Pacer({ now: this.options.now });
       const sleep = this.options.sleep ?? ((ms, signal) => sleepFor(ms, undefined, { signal }));
       account = {
         ref,
-        limiter,
-        pacer,
-        // Paced before it takes a slot: a call waiting out the provider's limit holds no
-        // connection the controller would count as in flight.
-        slots: {
-          async acquire(signal, cost) {
-            const wait = pacer.reserve(cost ?? ONE_REQUEST);
-            if (wait > 0) await sleep(wait, signal);
-            return limiter.acquire(signal);
-          },
-        },
+        limiter: newLimiter(ref.connections, this.options.now),
+        pacer: new Pacer({ now: this.options.now }),
+        slots: { acquire: () => Promise.reject(new Error('not ready')) },
         users: new Map(),
         retries: 0,
         lastDrainAt: this.options.now(),
         pending: new Map(),
+        wanting: 0,
       };
+      account.slots = pacedSlots(account, sleep);
       this.accounts.set(ref.key, account);
     }
     if (user) this.use(account, user);
@@ -150,11 +156,12 @@ export class AccountHost implements SlotSource {
   }
 
   /**
-   * The ceilings an eval set's ramp set for its tasks. An account shared by several tasks takes
-   * the lowest of theirs: a task's ceiling is what its ramp allows it.
+   * What an eval set's tend set (its `workerControl` answer): each account's ceiling split among
+   * the hosts that call it, of which this host's controller takes its share; from an eval set
+   * that splits nothing (older workflow code), its tasks' ceilings, the lowest of them.
    */
-  applyCeilings(evalSetId: string, ceilings: Record<string, number | null>): void {
-    this.ceilings.set(evalSetId, ceilings);
+  applyControl(evalSetId: string, control: Pick<WorkerControl, 'ceilings' | 'accounts'>): void {
+    this.controls.set(evalSetId, control);
     for (const account of this.accounts.values()) {
       if (account.users.has(evalSetId)) this.applyCeiling(account);
     }
@@ -175,12 +182,14 @@ export class AccountHost implements SlotSource {
       const live = account.limiter.snapshot();
       const pacing = account.pacer.state();
       const window = account.pending.get(evalSetId) ?? emptyPending();
-      account.pending.set(evalSetId, emptyPending());
+      account.pending.set(evalSetId, emptyPending(account.wanting));
       if (window.lowestLimit === null) continue;
       reports.push({
         account: accountName(account.ref),
         tasks: [...tasks],
         pid: this.options.pid,
+        host: this.hostName,
+        demand: window.peakWanting,
         limit: window.lowestLimit,
         // Every 429 of the window counts (SPEC §2): the controller folds a burst into one cut,
         // but a window with any rate-limit error is a pushback window.
@@ -198,7 +207,7 @@ export class AccountHost implements SlotSource {
 
   /** The eval set is gone: its tasks no longer hold ceilings or receive windows here. */
   forget(evalSetId: string): void {
-    this.ceilings.delete(evalSetId);
+    this.controls.delete(evalSetId);
     for (const account of this.accounts.values()) {
       account.users.delete(evalSetId);
       account.pending.delete(evalSetId);
@@ -232,17 +241,25 @@ export class AccountHost implements SlotSource {
       account.users.set(user.evalSetId, tasks);
       // The window of a new user starts now: what came before was other eval sets' business.
       collect(account, this.options.now());
-      account.pending.set(user.evalSetId, emptyPending());
+      account.pending.set(user.evalSetId, emptyPending(account.wanting));
     }
     const before = tasks.size;
     for (const task of user.tasks) tasks.add(task);
     if (tasks.size !== before) this.applyCeiling(account);
   }
 
+  /** Each eval set using the account allows this host some of it; the controller takes the least. */
   private applyCeiling(account: HostedAccount): void {
     const set: number[] = [];
+    const name = accountName(account.ref);
     for (const [evalSetId, tasks] of account.users) {
-      const ceilings = this.ceilings.get(evalSetId) ?? {};
+      const control = this.controls.get(evalSetId);
+      const split = control?.accounts?.[name];
+      if (split) {
+        set.push(split.shares[this.hostName] ?? newcomerShare(split.ceiling, split.shares));
+        continue;
+      }
+      const ceilings = control?.ceilings ?? {};
       for (const task of tasks) {
         const ceiling = Object.hasOwn(ceilings, task) ? ceilings[task] : null;
         if (typeof ceiling === 'number') set.push(ceiling);
@@ -268,6 +285,39 @@ function newLimiter(connections: ConnectionsSetting, now: () => number): Connect
       });
 }
 
+/**
+ * The account's slots as callers get them: paced before a slot is taken (a call waiting out the
+ * provider's limit holds no connection the controller would count as in flight), and counted as
+ * demand from the moment a call wants a slot until it gives it back.
+ */
+function pacedSlots(
+  account: HostedAccount,
+  sleep: (ms: number, signal?: AbortSignal) => Promise<void>,
+): CallSlots {
+  return {
+    async acquire(signal, cost) {
+      account.wanting += 1;
+      for (const pending of account.pending.values()) {
+        pending.peakWanting = Math.max(pending.peakWanting, account.wanting);
+      }
+      try {
+        const wait = account.pacer.reserve(cost ?? ONE_REQUEST);
+        if (wait > 0) await sleep(wait, signal);
+        const release = await account.limiter.acquire(signal);
+        let released = false;
+        return (outcome) => {
+          if (!released) account.wanting -= 1;
+          released = true;
+          release(outcome);
+        };
+      } catch (err) {
+        account.wanting -= 1;
+        throw err;
+      }
+    },
+  };
+}
+
 /** Drains the controller's window into every user's pending window. */
 function collect(account: HostedAccount, now: number): void {
   const window: ConnectionsWindow = account.limiter.drainWindow();
@@ -291,9 +341,10 @@ function fold(into: PendingWindow, w: ConnectionsWindow, elapsedMs: number, retr
   }
 }
 
-function emptyPending(): PendingWindow {
+function emptyPending(wanting = 0): PendingWindow {
   return {
     lowestLimit: null,
+    peakWanting: wanting,
     rateLimitSignals: 0,
     cuts: 0,
     retries: 0,

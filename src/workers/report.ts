@@ -44,6 +44,9 @@ export async function reportAccounts(options: ReportOptions): Promise<void> {
   const leadMs = Math.min(REPORT_LEAD_MS, options.intervalMs / 4);
   let reportedFor: number | null = null;
   let lastReport = Date.now();
+  // The first report goes at once: a host that joins an account other hosts already call gets
+  // its share of it from the eval set within a poll, not at the next tend.
+  let introduced = false;
   let failing = false;
   while (!options.signal.aborted) {
     if (!options.host.uses(options.evalSetId)) {
@@ -53,7 +56,7 @@ export async function reportAccounts(options: ReportOptions): Promise<void> {
     let nextTend: number | null = null;
     try {
       const control = await withTimeout(handle.query(workerControlQuery), QUERY_TIMEOUT_MS);
-      options.host.applyCeilings(options.evalSetId, control.ceilings);
+      options.host.applyControl(options.evalSetId, control);
       nextTend = control.next_tend_at;
       failing = false;
     } catch (err) {
@@ -67,8 +70,9 @@ export async function reportAccounts(options: ReportOptions): Promise<void> {
       }
       failing = true;
     }
-    const reportAt =
-      nextTend === null
+    const reportAt = !introduced
+      ? Date.now()
+      : nextTend === null
         ? lastReport + options.intervalMs
         : nextTend === reportedFor
           ? Number.POSITIVE_INFINITY // reported for it; wait for the tend to set the next
@@ -80,7 +84,9 @@ export async function reportAccounts(options: ReportOptions): Promise<void> {
     }
     if (!(await pause(Math.max(0, untilReport), options.signal))) return;
     await report(handle, options);
-    reportedFor = nextTend;
+    // The introduction is off the schedule: the report for the coming tend still goes.
+    if (introduced) reportedFor = nextTend;
+    introduced = true;
     lastReport = Date.now();
   }
 }

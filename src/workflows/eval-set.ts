@@ -158,6 +158,7 @@ export async function evalSet(raw: EvalSetInput): Promise<EvalSetResult> {
       [...(tender?.tasks.values() ?? [])].map((t) => [t.plan.name, t.status.connection_limit]),
     ),
     next_tend_at: nextTendAt,
+    accounts: tender?.accountControl() ?? {},
   }));
 
   // Signals: fire-and-forget, so a refusal has no sender to answer; it is logged and recorded

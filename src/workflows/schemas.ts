@@ -55,6 +55,8 @@ export const workerReportSchema = z.lazy(() =>
     account: z.string().min(1).max(1_000).optional(),
     tasks: z.array(name).max(10_000),
     pid: count,
+    host: z.string().min(1).max(300).optional(),
+    demand: count.optional(),
     limit: count,
     rateLimitEpisodes: count,
     cuts: count,
@@ -270,6 +272,7 @@ const tendedAccountSchema = z.lazy(() =>
     lastRateLimitEpisodes: count,
     lastLimit: count.nullable(),
     hosts: z.record(z.string(), z.looseObject({})),
+    shares: z.record(z.string(), count).optional(),
     reportedBy: z.array(z.string()),
   }),
 );

@@ -4,6 +4,7 @@
  * decisions themselves are the pure `decideTend` of src/core/ramp.
  */
 import { samplesSettingForRange } from '../config/settings';
+import { splitByDemand } from '../core/shares';
 import {
   decideAccount,
   decideTend,
@@ -255,9 +256,11 @@ export class Tender {
       account.state = decided.state;
       account.lastRateLimitEpisodes = w.rateLimitEpisodes;
       account.lastLimit = w.lowestLimit;
-      for (const pid of Object.keys(account.hosts)) {
-        if (!account.reportedBy.includes(pid)) delete account.hosts[pid];
+      // A host silent for the whole window has left: its share goes back to the others.
+      for (const host of Object.keys(account.hosts)) {
+        if (!account.reportedBy.includes(host)) delete account.hosts[host];
       }
+      account.shares = this.split(account, account.reportedBy);
       account.reportedBy = [];
       account.window = emptyWindow();
       for (const change of decided.changes) {
@@ -312,9 +315,38 @@ export class Tender {
       if (this.tasks.has(task) && !account.tasks.includes(task)) account.tasks.push(task);
     }
     addReport(account.window, report);
-    const pid = String(report.pid);
-    account.hosts[pid] = { inFlight: report.inFlight, pacing: report.pacing };
-    if (!account.reportedBy.includes(pid)) account.reportedBy.push(pid);
+    const host = report.host ?? String(report.pid);
+    const joined = !Object.hasOwn(account.hosts, host);
+    account.hosts[host] = {
+      inFlight: report.inFlight,
+      pacing: report.pacing,
+      demand: report.demand,
+    };
+    if (!account.reportedBy.includes(host)) account.reportedBy.push(host);
+    // A host that joins a split account gets its share now, not at the next tend: until then it
+    // takes an equal share on top of the others' (src/core/shares.ts), more than the account has.
+    if (joined && account.shares !== undefined && Object.keys(account.shares).length > 0) {
+      account.shares = this.split(account, [...Object.keys(account.shares), host]);
+    }
+  }
+
+  /** The account's ceiling split among `hosts` by what each last said it wanted. */
+  private split(account: TendedAccount, hosts: string[]): Record<string, number> {
+    const known = [...new Set(hosts)].filter((h) => Object.hasOwn(account.hosts, h));
+    return splitByDemand(
+      account.state.ceiling,
+      known.map((h) => ({ host: h, demand: account.hosts[h].demand ?? 0 })),
+    );
+  }
+
+  /** Each account's ceiling and split, for the hosts' owners (the `workerControl` query). */
+  accountControl(): Record<string, { ceiling: number; shares: Record<string, number> }> {
+    return Object.fromEntries(
+      [...this.accounts.values()].map((a) => [
+        a.name,
+        { ceiling: a.state.ceiling, shares: { ...(a.shares ?? {}) } },
+      ]),
+    );
   }
 
   /** The accounts for `status`: what the tend decided and what their owners last reported. */
@@ -337,6 +369,12 @@ export class Tender {
           ? { pacing: pacing.pacing, binding: pacing.binding, spacing_ms: pacing.spacingMs }
           : null,
         rate_limit_episodes: a.lastRateLimitEpisodes,
+        hosts: Object.entries(a.hosts).map(([host, h]) => ({
+          host,
+          share: a.shares?.[host] ?? null,
+          demand: h.demand ?? null,
+          in_flight: h.inFlight ?? null,
+        })),
       };
     });
   }

@@ -84,8 +84,13 @@ export interface TendedAccount {
   lastRateLimitEpisodes: number;
   /** The last window's lowest controller limit, for status. */
   lastLimit: number | null;
-  /** What each reporting host (by pid) said most recently: in flight and pacing, for status. */
-  hosts: Record<string, Pick<WorkerReport, 'inFlight' | 'pacing'>>;
+  /** What each reporting host said most recently: in flight, demand and pacing. */
+  hosts: Record<string, Pick<WorkerReport, 'inFlight' | 'pacing' | 'demand'>>;
+  /**
+   * The ceiling split among the hosts that reported in the last window, by their demand
+   * (src/core/shares.ts); absent before the first split.
+   */
+  shares?: Record<string, number>;
   /** Hosts that reported in the current window; one silent for a whole window is dropped. */
   reportedBy: string[];
 }
@@ -270,6 +275,13 @@ export interface WorkerReport {
   /** Tasks the process serves (their windows all include this report). */
   tasks: string[];
   pid: number;
+  /**
+   * The reporting host's owner, `<hostname>:<pid>`: the tend splits the account's ceiling among
+   * hosts by this name. Absent from older workers (named by pid then).
+   */
+  host?: string;
+  /** The most of the account's calls in flight or waiting for a slot at once on the host. */
+  demand?: number;
   /** Current adaptive limit, or the fixed one. */
   limit: number;
   rateLimitEpisodes: number;
@@ -306,6 +318,11 @@ export interface AccountStatus {
   pacing: { pacing: boolean; binding: string | null; spacing_ms: number } | null;
   /** Rate-limit errors (429s) in the last window. */
   rate_limit_episodes: number;
+  /**
+   * The hosts calling the account, by name (`<hostname>:<pid>`): the share of the ceiling the
+   * last split gave each (null: not split yet), what it wanted and had in flight when it reported.
+   */
+  hosts?: { host: string; share: number | null; demand: number | null; in_flight: number | null }[];
 }
 
 export interface TaskResult {
@@ -390,6 +407,11 @@ export interface WorkerControl {
   ceilings: Record<string, number | null>;
   /** Epoch milliseconds at which the next tend is due (null: none scheduled). */
   next_tend_at: number | null;
+  /**
+   * Each provider account's ceiling and its split among hosts (by host name); a host the split
+   * does not name yet takes an equal share (src/core/shares.ts). Absent from older workflows.
+   */
+  accounts?: Record<string, { ceiling: number; shares: Record<string, number> }>;
 }
 export const workerControlQuery = defineQuery<WorkerControl>('workerControl');
 export const taskStatusQuery = defineQuery<TaskStatus>('status');

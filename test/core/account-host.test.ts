@@ -19,7 +19,7 @@ function account(model: string, key = 'k1'): AccountRef {
 
 function host() {
   const time = clock();
-  return { time, host: new AccountHost({ now: time.now, pid: 7 }) };
+  return { time, host: new AccountHost({ now: time.now, pid: 7, host: 'vm:7' }) };
 }
 
 async function take(slots: { acquire(): Promise<Release> }, n: number): Promise<Release[]> {
@@ -73,6 +73,9 @@ describe('AccountHost: one controller per account for every process of the host'
         account: 'm at http://sim key k1',
         tasks: ['t1', 't2', 't3'],
         pid: 7,
+        host: 'vm:7',
+        // Both calls wanted a slot at once.
+        demand: 2,
         limit: 15,
         rateLimitEpisodes: 2,
         cuts: 1,
@@ -121,8 +124,63 @@ describe('AccountHost: one controller per account for every process of the host'
   ])('the ceiling: %s', async (_, ceilings, expected) => {
     const { host: h } = host();
     h.slots(account('m'), { evalSetId: 'e', tasks: ['x', 'y'] });
-    h.applyCeilings('e', ceilings);
+    h.applyControl('e', { ceilings });
     expect(h.snapshot()[0].ceiling).toBe(expected);
+  });
+
+  test.each([
+    ['its share of the split', { a: 'vm:7', shares: { 'vm:7': 25, 'vm:8': 75 } }, 25],
+    [
+      'not named yet: an equal share with the hosts named',
+      { shares: { 'vm:8': 60, 'vm:9': 30 } },
+      30,
+    ],
+    ['no split yet: the whole ceiling', { shares: {} }, 90],
+  ])('an account split among hosts: this host takes %s', (_, split, expected) => {
+    const { host: h } = host();
+    h.slots(account('m'), { evalSetId: 'e', tasks: ['x'] });
+    h.applyControl('e', {
+      // Task ceilings say the whole account; the split is what this host may use of it.
+      ceilings: { x: 90 },
+      accounts: { 'm at http://sim key k1': { ceiling: 90, shares: split.shares } },
+    });
+    expect(h.snapshot()[0].ceiling).toBe(expected);
+  });
+
+  test('demand is the most calls in flight or waiting at once in the window, then what is left', async () => {
+    const { host: h, time } = host();
+    const slots = h.slots(account('m'), { evalSetId: 'e', tasks: ['x'] });
+    const held = await take(slots, 20);
+    const waiting = Array.from({ length: 5 }, () => slots.acquire());
+    time.advance(1_000);
+    expect(h.drain('e')[0].demand).toBe(25);
+    for (const r of held) r({ kind: 'success' });
+    for (const r of await Promise.all(waiting)) r({ kind: 'success' });
+    // The next window starts from what was wanted when it began (25), not from zero.
+    time.advance(1_000);
+    expect(h.drain('e')[0].demand).toBe(25);
+    time.advance(1_000);
+    expect(h.drain('e')[0].demand).toBe(0);
+  });
+
+  test('a call that gives up waiting for a slot stops counting as demand', async () => {
+    const { host: h, time } = host();
+    const slots = h.slots(account('m'), { evalSetId: 'e', tasks: ['x'] });
+    const blockers = await take(slots, 20);
+    const gaveUp = new AbortController();
+    const abandoned = slots.acquire(gaveUp.signal).then(
+      () => 'granted',
+      () => 'aborted',
+    );
+    gaveUp.abort();
+    expect(await abandoned).toBe('aborted');
+    time.advance(1_000);
+    expect(h.drain('e')[0].demand).toBe(21);
+    for (const r of blockers) r({ kind: 'success' });
+    time.advance(1_000);
+    expect(h.drain('e')[0].demand).toBe(20);
+    time.advance(1_000);
+    expect(h.drain('e')[0].demand).toBe(0);
   });
 
   test('queued share is the share of the time calls waited, across drains', async () => {
@@ -143,7 +201,7 @@ describe('AccountHost: one controller per account for every process of the host'
   test('forgetting an eval set stops its reports', () => {
     const { host: h } = host();
     h.slots(account('m'), { evalSetId: 'e', tasks: ['x'] });
-    h.applyCeilings('e', { x: 30 });
+    h.applyControl('e', { ceilings: { x: 30 } });
     h.forget('e');
     expect(h.uses('e')).toBe(false);
     expect(h.snapshot()[0].users).toEqual({});

@@ -419,6 +419,16 @@ describe('FixedConnections', () => {
     expect(limiter.drainWindow()).toMatchObject({ rateLimitSignals: 3, rateLimitEpisodes: 2 });
   });
 
+  test('a share of it (several hosts on the account) lowers it; nothing raises it past the number', () => {
+    const limiter = new FixedConnections(100, { now: clock().now });
+    limiter.setCeiling(40);
+    expect(limiter.snapshot()).toMatchObject({ limit: 40, ceiling: 40 });
+    limiter.setCeiling(60);
+    expect(limiter.snapshot()).toMatchObject({ limit: 60 });
+    limiter.setCeiling(500);
+    expect(limiter.snapshot()).toMatchObject({ limit: 100 });
+  });
+
   test.each([0, -1, 2.5])('rejects max_connections %p', (connections) => {
     expect(() => new FixedConnections(connections, { now: () => 0 })).toThrow(RangeError);
   });

@@ -1,0 +1,121 @@
+/**
+ * The tend splits each provider account's ceiling among the hosts that call it, by their demand
+ * (SPEC §1: one owner for each shared thing; src/core/shares.ts), and every host's owner reads
+ * its share from the `workerControl` answer (`Tender.accountControl`).
+ */
+import type { ResolvedSettings } from '../../src/config/settings';
+import { Tender } from '../../src/workflows/tend';
+import type { TaskStatus, WorkerReport } from '../../src/workflows/types';
+
+const ACCOUNT = 'gpt at http://sim key k1';
+
+const settings = {
+  samples: { type: 'ramp', lo: 10, hi: 50, step: 10, start: 10 },
+  connections: { type: 'adaptive', min: 1, start: 20, max: 1_000 },
+  maxSandboxes: null,
+} as unknown as ResolvedSettings;
+
+function running(name: string): TaskStatus {
+  return {
+    name,
+    state: 'running',
+    taskQueue: `q-${name}`,
+    samples: 1_000,
+    completed: 0,
+    errored: 0,
+    in_flight: 0,
+    waiting: 0,
+    setpoint: 10,
+    resumed: 0,
+    saturations: 0,
+    runs: 1,
+    network_errors: 0,
+    connection_limit: null,
+    rate_limit_episodes: 0,
+    ramp_state: 'steady',
+  };
+}
+
+function tender(): Tender {
+  const t = Tender.fresh(settings);
+  for (const name of ['a', 'b']) {
+    t.add(
+      { name, taskQueue: `q-${name}`, samples: 1_000, model: 'gpt', sandboxed: false },
+      running(name),
+    );
+  }
+  return t;
+}
+
+function report(host: string, demand: number, tasks = ['a', 'b']): WorkerReport {
+  return {
+    account: ACCOUNT,
+    tasks,
+    pid: 1,
+    host,
+    demand,
+    limit: 20,
+    rateLimitEpisodes: 0,
+    cuts: 0,
+    retries: 0,
+    inFlight: demand,
+  };
+}
+
+test('the ceiling is split by the demand each host reported in the window', () => {
+  const t = tender();
+  t.report(report('m1:1', 10));
+  t.report(report('m2:1', 30));
+  t.tend(60_000);
+  // Two tasks with hi 50 on one account: a ceiling of 100.
+  expect(t.accountControl()).toEqual({
+    [ACCOUNT]: { ceiling: 100, shares: { 'm1:1': 25, 'm2:1': 75 } },
+  });
+  expect(t.accountStatus()[0].hosts).toEqual([
+    { host: 'm1:1', share: 25, demand: 10, in_flight: 10 },
+    { host: 'm2:1', share: 75, demand: 30, in_flight: 30 },
+  ]);
+});
+
+test('a host that joins gets its share when it first reports, not at the next tend', () => {
+  const t = tender();
+  t.report(report('m1:1', 40));
+  t.tend(60_000);
+  expect(t.accountControl()[ACCOUNT].shares).toEqual({ 'm1:1': 100 });
+  t.report(report('m2:1', 40));
+  expect(t.accountControl()[ACCOUNT].shares).toEqual({ 'm1:1': 50, 'm2:1': 50 });
+});
+
+test('a host silent for a whole window has left: its share goes back to the others', () => {
+  const t = tender();
+  t.report(report('m1:1', 20));
+  t.report(report('m2:1', 20));
+  t.tend(60_000);
+  expect(t.accountControl()[ACCOUNT].shares).toEqual({ 'm1:1': 50, 'm2:1': 50 });
+  t.report(report('m1:1', 20));
+  t.tend(120_000);
+  expect(t.accountControl()[ACCOUNT].shares).toEqual({ 'm1:1': 100 });
+  expect(t.accountStatus()[0].hosts).toHaveLength(1);
+});
+
+test('the shares follow the account ceiling when the ramp lowers it', () => {
+  const t = tender();
+  t.report(report('m1:1', 50));
+  t.report(report('m2:1', 50));
+  t.tend(60_000);
+  // The provider pushes back at 60 calls: a wall for the whole account, split again.
+  t.report({ ...report('m1:1', 50), rateLimitEpisodes: 3, cuts: 1, pushbackLevel: 60 });
+  t.report(report('m2:1', 50));
+  t.tend(120_000);
+  const { ceiling, shares } = t.accountControl()[ACCOUNT];
+  expect(ceiling).toBeLessThan(60);
+  expect(shares['m1:1'] + shares['m2:1']).toBe(ceiling);
+});
+
+test('older hosts, which name themselves only by pid, still get a share', () => {
+  const t = tender();
+  const { host: _, demand: __, ...old } = report('x', 0);
+  t.report({ ...old, pid: 42 });
+  t.tend(60_000);
+  expect(t.accountControl()[ACCOUNT].shares).toEqual({ '42': 100 });
+});
