@@ -52,12 +52,76 @@ export function splitByDemand(
   return shares;
 }
 
+/** A host as the tend last heard of it: what it wanted, and what it had in flight. */
+export interface HostUse extends HostDemand {
+  inFlight: number;
+}
+
 /**
- * What a host uses when the last split does not name it (it joined since): an equal share of
- * the ceiling among the hosts named and itself, until the next tend splits by demand. With no
- * split yet (one host, or the first window), the whole ceiling.
+ * How far (in slots) a new demand split may differ from the last before it replaces it: a tenth
+ * of the capacity, at least one. Demands wobble from window to window; every move hands slots from
+ * one host to another, and a hand-over costs a window (see {@link splitAccount}).
+ */
+export function splitTolerance(capacity: number): number {
+  return Math.max(1, Math.ceil(capacity / 10));
+}
+
+/**
+ * The shares the hosts may use now: the demand split ({@link splitByDemand}), kept as it was
+ * while the hosts are the same and no host's share would move by more than
+ * {@link splitTolerance}; and handed over without ever granting a slot twice. A host whose share
+ * shrinks keeps its calls in flight (a lower limit never interrupts one), so until they finish the
+ * hosts whose shares grow get only what is free: the sum over hosts of the larger of share and
+ * calls in flight stays within the capacity whenever the calls in flight allow it. The rest of
+ * their shares comes at the next split, once the shrinking hosts have drained.
+ */
+export function splitAccount(
+  capacity: number,
+  hosts: readonly HostUse[],
+  previous?: Readonly<Record<string, number>>,
+): Record<string, number> {
+  let target = splitByDemand(capacity, hosts);
+  if (previous !== undefined && steady(target, previous, capacity)) target = { ...previous };
+  const excess = hosts.reduce((n, h) => n + Math.max(0, h.inFlight - target[h.host]), 0);
+  if (excess === 0) return target;
+  // Growing hosts give up `excess` of their new room, the most room first, ties by host name.
+  const growing = hosts
+    .map((h) => ({ host: h.host, room: Math.max(0, target[h.host] - Math.max(h.inFlight, 1)) }))
+    .filter((g) => g.room > 0)
+    .sort((a, b) => b.room - a.room || (a.host < b.host ? -1 : a.host > b.host ? 1 : 0));
+  let owed = excess;
+  while (owed > 0 && growing.some((g) => g.room > 0)) {
+    for (const g of growing) {
+      if (owed === 0) break;
+      if (g.room === 0) continue;
+      g.room -= 1;
+      target[g.host] -= 1;
+      owed -= 1;
+    }
+  }
+  return target;
+}
+
+/** Whether `target` is the same hosts as `previous`, each within the tolerance of its share. */
+function steady(
+  target: Record<string, number>,
+  previous: Readonly<Record<string, number>>,
+  capacity: number,
+): boolean {
+  const hosts = Object.keys(target);
+  const total = Object.values(previous).reduce((a, b) => a + b, 0);
+  if (total !== capacity || hosts.length !== Object.keys(previous).length) return false;
+  const tolerance = splitTolerance(capacity);
+  return hosts.every(
+    (h) => Object.hasOwn(previous, h) && Math.abs(target[h] - previous[h]) <= tolerance,
+  );
+}
+
+/**
+ * What a host uses when the last split does not name it (it joined since): the whole ceiling
+ * when there is no split yet (one host, or the first window), else one slot, so it never takes
+ * what the split gave others; its first report splits it in at once (`Tender`), within a poll.
  */
 export function newcomerShare(ceiling: number, shares: Record<string, number>): number {
-  const named = Object.keys(shares).length;
-  return named === 0 ? ceiling : Math.max(1, Math.floor(ceiling / (named + 1)));
+  return Object.keys(shares).length === 0 ? ceiling : 1;
 }

@@ -4,7 +4,7 @@
  * decisions themselves are the pure `decideTend` of src/core/ramp.
  */
 import { samplesSettingForRange } from '../config/settings';
-import { splitByDemand } from '../core/shares';
+import { splitAccount } from '../core/shares';
 import {
   decideAccount,
   decideTend,
@@ -330,12 +330,20 @@ export class Tender {
     }
   }
 
-  /** The account's ceiling split among `hosts` by what each last said it wanted. */
+  /**
+   * The account's ceiling split among `hosts` by what each last said it wanted, handed over
+   * from the last split without granting a slot twice (src/core/shares.ts).
+   */
   private split(account: TendedAccount, hosts: string[]): Record<string, number> {
     const known = [...new Set(hosts)].filter((h) => Object.hasOwn(account.hosts, h));
-    return splitByDemand(
+    return splitAccount(
       account.state.ceiling,
-      known.map((h) => ({ host: h, demand: account.hosts[h].demand ?? 0 })),
+      known.map((h) => ({
+        host: h,
+        demand: account.hosts[h].demand ?? 0,
+        inFlight: account.hosts[h].inFlight ?? 0,
+      })),
+      account.shares,
     );
   }
 

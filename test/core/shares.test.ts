@@ -1,4 +1,10 @@
-import { newcomerShare, splitByDemand, type HostDemand } from '../../src/core/shares';
+import {
+  newcomerShare,
+  splitAccount,
+  splitByDemand,
+  type HostDemand,
+  type HostUse,
+} from '../../src/core/shares';
 
 const hosts = (...demands: number[]): HostDemand[] =>
   demands.map((demand, i) => ({ host: `h${i + 1}`, demand }));
@@ -41,8 +47,95 @@ test('shares sum to the capacity for any demands', () => {
 
 test.each<[string, number, Record<string, number>, number]>([
   ['no split yet: the whole ceiling', 40, {}, 40],
-  ['two hosts named: a third of it', 90, { a: 45, b: 45 }, 30],
-  ['never zero', 2, { a: 1, b: 1, c: 0 }, 1],
+  ['a split names others: one slot, taking nothing they were given', 90, { a: 45, b: 45 }, 1],
 ])('a newcomer: %s', (_, ceiling, shares, expected) => {
   expect(newcomerShare(ceiling, shares)).toBe(expected);
+});
+
+const use = (host: string, demand: number, inFlight: number): HostUse => ({
+  host,
+  demand,
+  inFlight,
+});
+
+describe('splitAccount: the split the hosts may use now', () => {
+  test.each<
+    [string, number, HostUse[], Record<string, number> | undefined, Record<string, number>]
+  >([
+    [
+      'a first split is the demand split',
+      40,
+      [use('a', 30, 10), use('b', 10, 5)],
+      undefined,
+      { a: 30, b: 10 },
+    ],
+    [
+      'a small wobble of demand keeps the last split',
+      40,
+      [use('a', 22, 20), use('b', 18, 20)],
+      { a: 20, b: 20 },
+      { a: 20, b: 20 },
+    ],
+    [
+      'a real shift moves it, once the shrinking host has drained',
+      40,
+      [use('a', 90, 20), use('b', 10, 4)],
+      { a: 20, b: 20 },
+      { a: 35, b: 5 },
+    ],
+    [
+      'while the shrinking host still has its calls in flight, the growing one gets only what is free',
+      40,
+      [use('a', 90, 20), use('b', 10, 20)],
+      { a: 20, b: 20 },
+      // b keeps its 20 calls until they end (a lower limit interrupts none): a may not grow yet.
+      { a: 20, b: 5 },
+    ],
+    [
+      'half drained: the growing host gets half its room',
+      40,
+      [use('a', 90, 20), use('b', 10, 12)],
+      { a: 20, b: 20 },
+      { a: 28, b: 5 },
+    ],
+    [
+      'a host that joined takes what is free, not what others have in flight',
+      40,
+      [use('a', 40, 40), use('b', 40, 0)],
+      { a: 40 },
+      { a: 20, b: 1 },
+    ],
+    [
+      'a lower ceiling (a wall) is handed down the same way',
+      30,
+      [use('a', 40, 20), use('b', 40, 20)],
+      { a: 20, b: 20 },
+      { a: 15, b: 15 },
+    ],
+  ])('%s', (_, capacity, hosts, previous, expected) => {
+    expect(splitAccount(capacity, hosts, previous)).toEqual(expected);
+  });
+
+  test('what the hosts may use, or still have in flight, never sums past the capacity when their calls allow it', () => {
+    let seed = 11;
+    const random = () => (seed = (seed * 1103515245 + 12345) % 2 ** 31) / 2 ** 31;
+    for (let i = 0; i < 500; i++) {
+      const n = 1 + Math.floor(random() * 6);
+      const capacity = n * 2 + Math.floor(random() * 200);
+      const previous = splitByDemand(
+        capacity,
+        Array.from({ length: n }, (_, k) => ({
+          host: `h${k}`,
+          demand: Math.floor(random() * 100),
+        })),
+      );
+      // In flight within what each was given: the hosts kept to the last split.
+      const hosts = Object.entries(previous).map(([host, share]) =>
+        use(host, Math.floor(random() * 200), Math.floor(random() * (share + 1))),
+      );
+      const shares = splitAccount(capacity, hosts, previous);
+      const committed = hosts.reduce((sum, h) => sum + Math.max(shares[h.host], h.inFlight), 0);
+      expect(committed).toBeLessThanOrEqual(capacity);
+    }
+  });
 });
