@@ -140,6 +140,16 @@ describe('one controller per provider account per host', () => {
     }
   }
 
+  /** What the provider saw from second `from` of its series on: requests, 429s, peak in flight. */
+  function providerSince(provider: SimProvider, from: number) {
+    const after = provider.stats().series.filter((p) => p.t >= from);
+    return {
+      requests: after.reduce((n, p) => n + p.requests, 0),
+      refused: after.reduce((n, p) => n + p.rate_limited, 0),
+      peak: Math.max(...after.map((p) => p.in_flight)),
+    };
+  }
+
   async function expectEverySampleOnce(run: Run, samples: number): Promise<void> {
     for (const task of run.tasks) {
       const records = await readSampleRecords(run.logDir, task);
@@ -213,13 +223,10 @@ describe('one controller per provider account per host', () => {
       await new Promise((r) => setTimeout(r, 12_000));
       const from = Math.ceil((Date.now() - providerStart) / 1000) + 1;
       expect(await run.exited).toBe(0);
-      const after = provider.stats().series.filter((p) => p.t >= from);
-      const requests = after.reduce((n, p) => n + p.requests, 0);
-      const refused = after.reduce((n, p) => n + p.rate_limited, 0);
+      const { requests, refused, peak } = providerSince(provider, from);
       expect(requests).toBeGreaterThan(150);
       expect(refused / requests).toBeLessThan(0.01);
       expect(refused).toBe(0);
-      const peak = Math.max(...after.map((p) => p.in_flight));
       expect(peak).toBeLessThanOrEqual(40);
       expect(peak).toBeGreaterThanOrEqual(walled.wall.to! - 5);
       const total = provider.stats();
@@ -279,12 +286,10 @@ describe('one controller per provider account per host', () => {
       await new Promise((r) => setTimeout(r, 8_000));
       const from = Math.ceil((Date.now() - providerStart) / 1000) + 1;
       expect(await run.exited).toBe(0);
-      const after = provider.stats().series.filter((p) => p.t >= from);
-      const requests = after.reduce((n, p) => n + p.requests, 0);
-      const refused = after.reduce((n, p) => n + p.rate_limited, 0);
+      const { requests, refused, peak } = providerSince(provider, from);
       expect(requests).toBeGreaterThan(60);
       expect(refused).toBe(0);
-      expect(Math.max(...after.map((p) => p.in_flight))).toBeLessThanOrEqual(40);
+      expect(peak).toBeLessThanOrEqual(40);
       console.log(
         `two hosts, max_connections 40: split ${shares.join('/')} ${Date.now() - splitAt} ms ` +
           `before the end; ${refused} of ${requests} refused after it`,

@@ -6,6 +6,11 @@ import {
   type HostUse,
 } from '../../src/core/shares';
 
+/** A seeded generator of numbers in [0, 1), so a failure repeats. */
+function seeded(seed: number): () => number {
+  return () => (seed = (seed * 1103515245 + 12345) % 2 ** 31) / 2 ** 31;
+}
+
 const hosts = (...demands: number[]): HostDemand[] =>
   demands.map((demand, i) => ({ host: `h${i + 1}`, demand }));
 
