@@ -40,6 +40,14 @@ type ReportOptions = {
  */
 export async function reportAccounts(options: ReportOptions): Promise<void> {
   const handle = options.client.workflow.getHandle(options.evalSetId);
+  if (await followAndReport(handle, options)) await sayGoodbye(handle, options);
+}
+
+/** The loop of {@link reportAccounts}, until `signal` aborts; whether it ever reported. */
+async function followAndReport(
+  handle: ReturnType<Client['workflow']['getHandle']>,
+  options: ReportOptions,
+): Promise<boolean> {
   const pollMs = Math.min(POLL_MAX_MS, Math.max(POLL_MIN_MS, options.intervalMs / 5));
   const leadMs = Math.min(REPORT_LEAD_MS, options.intervalMs / 4);
   let reportedFor: number | null = null;
@@ -50,7 +58,7 @@ export async function reportAccounts(options: ReportOptions): Promise<void> {
   let failing = false;
   while (!options.signal.aborted) {
     if (!options.host.uses(options.evalSetId)) {
-      if (!(await pause(pollMs, options.signal))) return;
+      if (!(await pause(pollMs, options.signal))) return introduced;
       continue;
     }
     let nextTend: number | null = null;
@@ -61,7 +69,7 @@ export async function reportAccounts(options: ReportOptions): Promise<void> {
       failing = false;
     } catch (err) {
       // Stopping: the eval set is over or its fleet is going, and nobody needs its control.
-      if (options.signal.aborted) return;
+      if (options.signal.aborted) return introduced;
       // The accounts keep the last ceiling. One line per outage, not one a second.
       if (!failing) {
         console.error(
@@ -79,16 +87,37 @@ export async function reportAccounts(options: ReportOptions): Promise<void> {
           : nextTend - leadMs;
     const untilReport = reportAt - Date.now();
     if (untilReport > pollMs) {
-      if (!(await pause(pollMs, options.signal))) return;
+      if (!(await pause(pollMs, options.signal))) return introduced;
       continue;
     }
-    if (!(await pause(Math.max(0, untilReport), options.signal))) return;
+    if (!(await pause(Math.max(0, untilReport), options.signal))) return introduced;
     await report(handle, options);
     // The introduction is off the schedule: the report for the coming tend still goes.
     if (introduced) reportedFor = nextTend;
     introduced = true;
     lastReport = Date.now();
   }
+  return introduced;
+}
+
+/**
+ * The host's last word to an eval set it reported to: its fleet is stopping, so its share of each
+ * account goes to the other hosts now. Best effort: the eval set may be over already.
+ */
+async function sayGoodbye(
+  handle: ReturnType<Client['workflow']['getHandle']>,
+  options: ReportOptions,
+): Promise<void> {
+  await Promise.all(
+    options.host
+      .drain(options.evalSetId)
+      .map((window) =>
+        withTimeout(
+          handle.signal(workerReportSignal, { ...window, leaving: true }),
+          QUERY_TIMEOUT_MS,
+        ),
+      ),
+  ).catch(() => undefined);
 }
 
 /** What each account saw since the last report, to the eval set. */

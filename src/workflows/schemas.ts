@@ -57,6 +57,7 @@ export const workerReportSchema = z.lazy(() =>
     pid: count,
     host: z.string().min(1).max(300).optional(),
     demand: count.optional(),
+    leaving: z.boolean().optional(),
     limit: count,
     rateLimitEpisodes: count,
     cuts: count,

@@ -316,6 +316,18 @@ export class Tender {
     }
     addReport(account.window, report);
     const host = report.host ?? String(report.pid);
+    if (report.leaving) {
+      // Its share goes to the hosts that stay now, not a window later; what it still has in
+      // flight while its workers stop is handed over like any shrinking share.
+      account.reportedBy = account.reportedBy.filter((h) => h !== host);
+      if (account.shares !== undefined && Object.hasOwn(account.shares, host)) {
+        account.hosts[host] = { inFlight: report.inFlight, demand: 0 };
+        account.shares = this.split(account, Object.keys(account.shares));
+        delete account.shares[host];
+      }
+      delete account.hosts[host];
+      return;
+    }
     const joined = !Object.hasOwn(account.hosts, host);
     account.hosts[host] = {
       inFlight: report.inFlight,

@@ -282,6 +282,8 @@ export interface WorkerReport {
   host?: string;
   /** The most of the account's calls in flight or waiting for a slot at once on the host. */
   demand?: number;
+  /** The host's last report: its fleet is stopping, and its share goes to the others at once. */
+  leaving?: boolean;
   /** Current adaptive limit, or the fixed one. */
   limit: number;
   rateLimitEpisodes: number;

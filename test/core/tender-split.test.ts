@@ -119,3 +119,18 @@ test('older hosts, which name themselves only by pid, still get a share', () => 
   t.tend(60_000);
   expect(t.accountControl()[ACCOUNT].shares).toEqual({ '42': 100 });
 });
+
+test('a host whose fleet stops says so: its share goes to the others at once, past its calls still in flight', () => {
+  const t = tender();
+  t.report({ ...report('m1:1', 50), inFlight: 50 });
+  t.report({ ...report('m2:1', 50), inFlight: 50 });
+  t.tend(60_000);
+  expect(t.accountControl()[ACCOUNT].shares).toEqual({ 'm1:1': 50, 'm2:1': 50 });
+  // m2 stops with 30 calls still running: m1 grows only into what is free, then into the rest.
+  t.report({ ...report('m2:1', 50), inFlight: 30, leaving: true });
+  expect(t.accountControl()[ACCOUNT].shares).toEqual({ 'm1:1': 70 });
+  expect(t.accountStatus()[0].hosts).toHaveLength(1);
+  t.report(report('m1:1', 90));
+  t.tend(120_000);
+  expect(t.accountControl()[ACCOUNT].shares).toEqual({ 'm1:1': 100 });
+});
