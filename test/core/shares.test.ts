@@ -38,8 +38,7 @@ test('the split never depends on the order hosts reported in', () => {
 });
 
 test('shares sum to the capacity for any demands', () => {
-  let seed = 7;
-  const random = () => (seed = (seed * 1103515245 + 12345) % 2 ** 31) / 2 ** 31;
+  const random = seeded(7);
   for (let i = 0; i < 500; i++) {
     const n = 1 + Math.floor(random() * 8);
     const capacity = n + Math.floor(random() * 500);
@@ -122,8 +121,7 @@ describe('splitAccount: the split the hosts may use now', () => {
   });
 
   test('what the hosts may use, or still have in flight, never sums past the capacity when their calls allow it', () => {
-    let seed = 11;
-    const random = () => (seed = (seed * 1103515245 + 12345) % 2 ** 31) / 2 ** 31;
+    const random = seeded(11);
     for (let i = 0; i < 500; i++) {
       const n = 1 + Math.floor(random() * 6);
       const capacity = n * 2 + Math.floor(random() * 200);
