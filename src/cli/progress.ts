@@ -13,8 +13,23 @@ export interface ProgressView {
 /** Plain lines are printed when a task's numbers change, at most this often. */
 const PLAIN_EVERY_MS = 5_000;
 
+/**
+ * A view that draws nothing once stopped: a status reading still in flight when the run ends
+ * must not print after the run's summary.
+ */
 export function createProgress(stream: NodeJS.WriteStream = process.stderr): ProgressView {
-  return stream.isTTY ? barProgress(stream) : plainProgress(stream);
+  const view = stream.isTTY ? barProgress(stream) : plainProgress(stream);
+  let stopped = false;
+  return {
+    update(status) {
+      if (!stopped) view.update(status);
+    },
+    stop() {
+      if (stopped) return;
+      stopped = true;
+      view.stop();
+    },
+  };
 }
 
 function barProgress(stream: NodeJS.WriteStream): ProgressView {

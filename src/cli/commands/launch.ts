@@ -197,6 +197,7 @@ async function watch(
       );
       return 130;
     }
+    clearInterval(ticker);
     progress.update({
       eval_set: outcome.eval_set,
       state: 'done',
