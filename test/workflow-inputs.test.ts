@@ -9,6 +9,7 @@ import {
   parse,
   resumeRampArgsSchema,
   sampleDoneSchema,
+  samplesDoneSchema,
   setLimitsSchema,
   setSamplesRampArgsSchema,
   taskDoneSchema,
@@ -113,6 +114,18 @@ test.each<[string, unknown, string, Parameters<typeof parse>[0]]>([
     { index: -1, ok: true },
     'index: Too small: expected number to be >=0 (-1)',
     sampleDoneSchema,
+  ],
+  [
+    'samplesDone',
+    { reports: [] },
+    'reports: Too small: expected array to have >=1 items ([])',
+    samplesDoneSchema,
+  ],
+  [
+    'samplesDone',
+    { reports: [{ index: 3, ok: 'yes' }] },
+    'reports.0.ok: expected boolean, received string ("yes")',
+    samplesDoneSchema,
   ],
   [
     'setLimits',

@@ -13,15 +13,23 @@ import { reapSandboxes } from '../sandbox/cleanup';
 import { withSandbox } from '../sandbox/docker';
 import { BUSYBOX_IMAGE, ensureBusyboxImage } from '../sandbox/image';
 import type { SandboxOwner, SandboxSpec } from '../sandbox/types';
-import { sampleDoneSignal, type SampleInput } from '../workflows/types';
+import { MAX_REPORTS_PER_SIGNAL } from '../workflows/schemas';
+import { samplesDoneSignal, type SampleDone, type SampleInput } from '../workflows/types';
 import { findTask, type ActivityDeps } from './deps';
 import { failOnDefinition, toFailure } from './errors';
+import { ReportBatcher } from './report-batcher';
 
 /** How often a running sample tells Temporal it is alive (the heartbeat timeout is 10 s). */
 const HEARTBEAT_MS = 1_000;
 
 export function createSampleActivities(deps: ActivityDeps) {
   let busybox: Promise<unknown> | undefined;
+  // Successes reach the task from here rather than from the sample workflow: that saves the
+  // sample a workflow task and a signal command, the per-sample cost the server pays.
+  const reports = new ReportBatcher<SampleDone>((parentId, batch) => {
+    if (!deps.client) throw new Error('runSample needs a Temporal client to report to its task');
+    return deps.client.workflow.getHandle(parentId).signal(samplesDoneSignal, { reports: batch });
+  }, MAX_REPORTS_PER_SIGNAL);
 
   return {
     async runSample(input: SampleInput): Promise<void> {
@@ -35,66 +43,74 @@ export function createSampleActivities(deps: ActivityDeps) {
       const { sample, epoch } = sampleAt(task, input.index);
       const store = deps.logStore(input.logDir);
 
-      // An earlier attempt may have recorded the result and died before reporting it.
-      if (await store.readSample(task.name, sample.id, epoch)) return reportDone(input);
-
-      const startedAt = new Date(deps.now()).toISOString();
+      // Beats until the task has the report too: a signal to a busy server can take longer than
+      // the heartbeat timeout, and timing out then would run the sample again for nothing.
       const heartbeat = setInterval(() => ctx.heartbeat(), HEARTBEAT_MS);
       try {
-        const sampleCtx: SampleContext = {
-          model: deps.model(task.model, task.modelArgs),
-          heartbeat: () => ctx.heartbeat(),
-          signal: ctx.cancellationSignal,
-        };
-        const owner = { evalSet: definition.name, task: task.name, sampleId: sample.id, epoch };
-        const { state, score } = task.sandbox
-          ? await inSandbox(task.sandbox, owner, ctx.cancellationSignal, (sandbox, signal) =>
-              solveAndScore(task, sample, epoch, { ...sampleCtx, sandbox, signal }),
-            )
-          : await solveAndScore(task, sample, epoch, sampleCtx);
-        await store.writeSample({
-          version: 1,
-          eval_set: definition.name,
-          task: task.name,
-          sample_id: sample.id,
-          epoch,
-          input: sample.input,
-          target: sample.target,
-          messages: state.messages,
-          output: state.output?.completion ?? '',
-          score,
-          scorer: task.scorerName,
-          usage: state.usage,
-          model: task.model,
-          started_at: startedAt,
-          completed_at: new Date(deps.now()).toISOString(),
-          worker: deps.worker,
-          attempt: ctx.info.attempt,
-        });
-      } catch (err) {
-        const failure = finalOnLastCapacityAttempt(
-          toFailure(err, ErrorType.sample),
-          ctx.info.attempt,
-        );
-        await store
-          .writeSampleError({
+        // An earlier attempt may have recorded the result and died before reporting it.
+        if (!(await store.readSample(task.name, sample.id, epoch))) {
+          await solveAndRecord();
+        }
+        await reports.report(input.parentId, { index: input.index, ok: true });
+      } finally {
+        clearInterval(heartbeat);
+      }
+
+      async function solveAndRecord(): Promise<void> {
+        const startedAt = new Date(deps.now()).toISOString();
+        try {
+          const sampleCtx: SampleContext = {
+            model: deps.model(task.model, task.modelArgs),
+            heartbeat: () => ctx.heartbeat(),
+            signal: ctx.cancellationSignal,
+          };
+          const owner = { evalSet: definition.name, task: task.name, sampleId: sample.id, epoch };
+          const { state, score } = task.sandbox
+            ? await inSandbox(task.sandbox, owner, ctx.cancellationSignal, (sandbox, signal) =>
+                solveAndScore(task, sample, epoch, { ...sampleCtx, sandbox, signal }),
+              )
+            : await solveAndScore(task, sample, epoch, sampleCtx);
+          await store.writeSample({
             version: 1,
             eval_set: definition.name,
             task: task.name,
             sample_id: sample.id,
             epoch,
-            error: failure.message,
-            error_type: failure.type ?? undefined,
-            failed_at: new Date(deps.now()).toISOString(),
+            input: sample.input,
+            target: sample.target,
+            messages: state.messages,
+            output: state.output?.completion ?? '',
+            score,
+            scorer: task.scorerName,
+            usage: state.usage,
+            model: task.model,
+            started_at: startedAt,
+            completed_at: new Date(deps.now()).toISOString(),
             worker: deps.worker,
             attempt: ctx.info.attempt,
-          })
-          .catch(() => undefined);
-        throw failure;
-      } finally {
-        clearInterval(heartbeat);
+          });
+        } catch (err) {
+          const failure = finalOnLastCapacityAttempt(
+            toFailure(err, ErrorType.sample),
+            ctx.info.attempt,
+          );
+          await store
+            .writeSampleError({
+              version: 1,
+              eval_set: definition.name,
+              task: task.name,
+              sample_id: sample.id,
+              epoch,
+              error: failure.message,
+              error_type: failure.type ?? undefined,
+              failed_at: new Date(deps.now()).toISOString(),
+              worker: deps.worker,
+              attempt: ctx.info.attempt,
+            })
+            .catch(() => undefined);
+          throw failure;
+        }
       }
-      await reportDone(input);
     },
   };
 
@@ -128,18 +144,6 @@ export function createSampleActivities(deps: ActivityDeps) {
       throw error;
     });
     return busybox;
-  }
-
-  /**
-   * Tells the task that a sample completed, by the task's workflow id. Sent from here rather than
-   * from the sample workflow because it saves the sample a workflow task and a signal command: the
-   * per-sample cost the server pays. A repeat (after a crash right here) is counted once.
-   */
-  async function reportDone(input: SampleInput): Promise<void> {
-    if (!deps.client) throw new Error('runSample needs a Temporal client to report to its task');
-    await deps.client.workflow
-      .getHandle(input.parentId)
-      .signal(sampleDoneSignal, { index: input.index, ok: true });
   }
 }
 

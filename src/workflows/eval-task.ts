@@ -20,9 +20,16 @@ import type { TaskActivities } from '../activities/task';
 import { ErrorType } from '../errors';
 import { countRanges, takeFromRanges } from '../core/ranges';
 import { badInput } from './failures';
-import { evalTaskStartSchema, parse, sampleDoneSchema, setLimitsSchema } from './schemas';
+import {
+  evalTaskStartSchema,
+  parse,
+  sampleDoneSchema,
+  samplesDoneSchema,
+  setLimitsSchema,
+} from './schemas';
 import {
   sampleDoneSignal,
+  samplesDoneSignal,
   setLimitsSignal,
   taskDoneSignal,
   taskStatusQuery,
@@ -108,14 +115,22 @@ async function runTask(input: EvalTaskInput): Promise<TaskResult> {
   // decided to continue-as-new (the SDK delivers such signals to a workflow that has already
   // returned) is in that run's history, not here: if one of these stays silent, ask its workflow.
   const handedOver = new Set(input.carry?.inFlight ?? []);
-  setHandler(sampleDoneSignal, (payload) => {
-    const parsed = parse(sampleDoneSchema, payload, sampleDoneSignal.name);
-    if (!parsed.ok) return log.warn('signal refused', { message: parsed.message });
-    const done = parsed.value;
+  const take = (done: SampleDone): void => {
     handedOver.delete(done.index);
     // A report for a sample not in flight is a repeat (a sample retried after reporting). None can
     // come ahead of its admission: the admission activity starts samples only once it is recorded.
     if (inFlight.delete(done.index)) count(done);
+  };
+  // A sample workflow reports its failure alone; workers report successes in batches.
+  setHandler(sampleDoneSignal, (payload) => {
+    const parsed = parse(sampleDoneSchema, payload, sampleDoneSignal.name);
+    if (!parsed.ok) return log.warn('signal refused', { message: parsed.message });
+    take(parsed.value);
+  });
+  setHandler(samplesDoneSignal, (payload) => {
+    const parsed = parse(samplesDoneSchema, payload, samplesDoneSignal.name);
+    if (!parsed.ok) return log.warn('signal refused', { message: parsed.message });
+    for (const done of parsed.value.reports) take(done);
   });
   setHandler(setLimitsSignal, (payload) => {
     const parsed = parse(setLimitsSchema, payload, setLimitsSignal.name);

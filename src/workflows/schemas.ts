@@ -91,6 +91,13 @@ export const sampleDoneSchema = z.lazy(() =>
   }),
 );
 
+/** The most reports one `samplesDone` signal carries (src/activities/report-batcher.ts). */
+export const MAX_REPORTS_PER_SIGNAL = 1_000;
+
+export const samplesDoneSchema = z.lazy(() =>
+  z.strictObject({ reports: z.array(sampleDoneSchema).min(1).max(MAX_REPORTS_PER_SIGNAL) }),
+);
+
 /** The knobs a start input may carry: the same names and rules as `_steward.yaml`. */
 const knobsSchema = z.lazy(() =>
   knobs.superRefine((value, ctx) => {

@@ -191,6 +191,11 @@ export interface SampleDone {
   errorType?: string;
 }
 
+/** Several samples' reports in one signal: what a worker sends while its last signal is in flight. */
+export interface SamplesDone {
+  reports: SampleDone[];
+}
+
 /** What the ramp is doing with a task, for display. */
 export type RampState =
   'climbing' | 'held' | 'backing_off' | 'pinned' | 'at_ceiling' | 'steady' | 'finished';
@@ -385,6 +390,7 @@ export interface SteeringAnswer {
 }
 
 export const sampleDoneSignal = defineSignal<[SampleDone]>('sampleDone');
+export const samplesDoneSignal = defineSignal<[SamplesDone]>('samplesDone');
 export const taskDoneSignal = defineSignal<[TaskDone]>('taskDone');
 export const setLimitsSignal =
   defineSignal<[{ setpoint: number; connectionLimit: number | null }]>('setLimits');
