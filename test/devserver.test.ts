@@ -54,7 +54,10 @@ describe('temporal-dev.yaml', () => {
       logLevel: 'warn',
       logFormat: 'text',
       searchAttributes: { StewardEvalSet: 'Keyword' },
-      dynamicConfig: {},
+      dynamicConfig: {
+        'system.enableEagerWorkflowStart': true,
+        'system.enableActivityEagerExecution': true,
+      },
       sqlitePragmas: { journal_mode: 'wal', synchronous: 'normal' },
     });
   });
