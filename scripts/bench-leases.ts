@@ -10,6 +10,7 @@ import { mkdtempSync } from 'node:fs';
 import * as os from 'node:os';
 import * as path from 'node:path';
 import { FixedConnections, type CallSlots } from '../src/core/controller';
+import { thisWorker } from '../src/activities/deps';
 import { AccountHost, type AccountRef } from '../src/models/account-host';
 import { LeaseClient } from '../src/workers/lease-client';
 import { serveLeases } from '../src/workers/lease-server';
@@ -43,7 +44,7 @@ function line(name: string, times: number[]): string {
 }
 
 async function serve(socketPath: string): Promise<void> {
-  const host = new AccountHost({ now: Date.now, pid: process.pid });
+  const host = new AccountHost({ now: Date.now, owner: thisWorker() });
   await serveLeases(host, socketPath);
   console.log('listening');
 }

@@ -5,6 +5,7 @@
 import { spawn } from 'node:child_process';
 import { connect } from 'node:net';
 import * as path from 'node:path';
+import { thisWorker } from '../src/activities/deps';
 import { AccountHost, type AccountRef } from '../src/models/account-host';
 import { LeaseClient } from '../src/workers/lease-client';
 import { serveLeases, type LeaseServer } from '../src/workers/lease-server';
@@ -34,7 +35,7 @@ describe('call-slot leases over a Unix socket', () => {
   const clients: LeaseClient[] = [];
 
   async function start(ttlMs?: number): Promise<void> {
-    host = new AccountHost({ now: Date.now, pid: process.pid });
+    host = new AccountHost({ now: Date.now, owner: thisWorker() });
     const socket = path.join(await tempDir(), 'a.sock');
     server = await serveLeases(host, socket, ttlMs === undefined ? {} : { ttlMs });
   }

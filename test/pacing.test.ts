@@ -4,6 +4,7 @@
  * calls once the requests limit runs low, instead of sending them into 429s.
  */
 import { createModel } from '../src/models';
+import { thisWorker } from '../src/activities/deps';
 import { AccountHost } from '../src/models/account-host';
 import { ProviderAccounts } from '../src/models/accounts';
 import { startSimProvider } from '../src/sim/provider';
@@ -13,7 +14,7 @@ const MODEL = 'openai-api/sim/m';
 /** Runs `calls` one-call requests, `parallel` at a time, through one host's account. */
 async function drive(url: string, calls: number, parallel: number, paced: boolean) {
   const env = { SIM_BASE_URL: url, SIM_API_KEY: 'sim' };
-  const host = new AccountHost({ now: Date.now, pid: process.pid });
+  const host = new AccountHost({ now: Date.now, owner: thisWorker() });
   const accounts = new ProviderAccounts({
     source: host,
     user: { evalSetId: 'e', tasks: ['t'] },

@@ -25,9 +25,7 @@ export function splitByDemand(
   hosts: readonly HostDemand[],
 ): Record<string, number> {
   const total = Math.max(0, Math.floor(capacity));
-  const ordered = [...hosts].sort(
-    (a, b) => b.demand - a.demand || (a.host < b.host ? -1 : a.host > b.host ? 1 : 0),
-  );
+  const ordered = [...hosts].sort((a, b) => b.demand - a.demand || byName(a.host, b.host));
   const shares: Record<string, number> = {};
   if (ordered.length === 0) return shares;
   if (total <= ordered.length) {
@@ -88,7 +86,7 @@ export function splitAccount(
   const growing = hosts
     .map((h) => ({ host: h.host, room: Math.max(0, target[h.host] - Math.max(h.inFlight, 1)) }))
     .filter((g) => g.room > 0)
-    .sort((a, b) => b.room - a.room || (a.host < b.host ? -1 : a.host > b.host ? 1 : 0));
+    .sort((a, b) => b.room - a.room || byName(a.host, b.host));
   let owed = excess;
   while (owed > 0 && growing.some((g) => g.room > 0)) {
     for (const g of growing) {
@@ -100,6 +98,11 @@ export function splitAccount(
     }
   }
   return target;
+}
+
+/** Ties between hosts go by name (code-unit order, the same in every replay). */
+function byName(a: string, b: string): number {
+  return a < b ? -1 : a > b ? 1 : 0;
 }
 
 /** Whether `target` is the same hosts as `previous`, each within the tolerance of its share. */

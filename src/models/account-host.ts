@@ -7,7 +7,6 @@
  *
  * No I/O and an injected clock: the socket and the eval sets are the callers' business.
  */
-import * as os from 'node:os';
 import { setTimeout as sleepFor } from 'node:timers/promises';
 import { AdaptiveConnections, FixedConnections, type CallSlots } from '../core/controller';
 import { ONE_REQUEST, Pacer, type PacingState, type RateLimitReading } from '../core/pacing';
@@ -97,13 +96,11 @@ interface HostedAccount {
 
 export interface AccountHostOptions {
   now: () => number;
-  /** Named in reports (the owner's process id). */
-  pid: number;
   /**
-   * The host's name in reports and in the tend's split of each account (`<hostname>:<pid>`):
-   * unique across the fleet's machines. @default this machine's hostname and `pid`
+   * The process that owns the accounts, and its machine. Reports name it, and the tend's split
+   * of each account knows it as `<host>:<pid>`, unique across the fleet's machines.
    */
-  host?: string;
+  owner: { pid: number; host: string };
   /** Waits out a pacing delay; rejects when `signal` aborts. @default a timer */
   sleep?: (ms: number, signal?: AbortSignal) => Promise<void>;
 }
@@ -115,25 +112,24 @@ export class AccountHost implements SlotSource {
   private readonly hostName: string;
 
   constructor(private readonly options: AccountHostOptions) {
-    this.hostName = options.host ?? `${os.hostname()}:${options.pid}`;
+    this.hostName = `${options.owner.host}:${options.owner.pid}`;
   }
 
   slots(ref: AccountRef, user: AccountUser | null): CallSlots {
     let account = this.accounts.get(ref.key);
     if (!account) {
       const sleep = this.options.sleep ?? ((ms, signal) => sleepFor(ms, undefined, { signal }));
-      account = {
+      const state: Omit<HostedAccount, 'slots'> = {
         ref,
         limiter: newLimiter(ref.connections, this.options.now),
         pacer: new Pacer({ now: this.options.now }),
-        slots: { acquire: () => Promise.reject(new Error('not ready')) },
         users: new Map(),
         retries: 0,
         lastDrainAt: this.options.now(),
         pending: new Map(),
         wanting: 0,
       };
-      account.slots = pacedSlots(account, sleep);
+      account = Object.assign(state, { slots: pacedSlots(state, sleep) });
       this.accounts.set(ref.key, account);
     }
     if (user) this.use(account, user);
@@ -187,7 +183,7 @@ export class AccountHost implements SlotSource {
       reports.push({
         account: accountName(account.ref),
         tasks: [...tasks],
-        pid: this.options.pid,
+        pid: this.options.owner.pid,
         host: this.hostName,
         demand: window.peakWanting,
         limit: window.lowestLimit,
@@ -291,7 +287,7 @@ function newLimiter(connections: ConnectionsSetting, now: () => number): Connect
  * demand from the moment a call wants a slot until it gives it back.
  */
 function pacedSlots(
-  account: HostedAccount,
+  account: Omit<HostedAccount, 'slots'>,
   sleep: (ms: number, signal?: AbortSignal) => Promise<void>,
 ): CallSlots {
   return {

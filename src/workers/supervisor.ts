@@ -11,6 +11,7 @@ import { NativeConnection, Worker } from '@temporalio/worker';
 import { createActivities } from '../activities';
 import { runningEvalSets } from '../client/status';
 import { STEWARD_TASK_QUEUE, statusQuery, type EvalSetStatus } from '../workflows/types';
+import { thisWorker } from '../activities/deps';
 import { AccountHost } from '../models/account-host';
 import { workflowBundlePath, PACKAGE_ROOT } from './bundle';
 import { Fleet, assignSlots, type FleetEvent, type WorkerSlot } from './fleet';
@@ -47,7 +48,7 @@ export async function runSupervisor(options: SupervisorOptions): Promise<void> {
     workflowBundle: { codePath: bundlePath },
     activities: createActivities(processDeps({ client: options.client })),
   });
-  const host = new AccountHost({ now: Date.now, pid: process.pid });
+  const host = new AccountHost({ now: Date.now, owner: thisWorker() });
   const leases = await serveLeases(host, leaseSocketPath(path.join(options.stewardDir, 'run')));
   options.onAccounts?.({ host, leases });
   const fleet = new Fleet({

@@ -7,6 +7,7 @@ import { NativeConnection, Worker } from '@temporalio/worker';
 import { createActivities } from '../activities';
 import type { ConnectionsSetting } from '../config/settings';
 import { SETTINGS_DEFAULTS } from '../config/settings';
+import { thisWorker } from '../activities/deps';
 import { AccountHost, type SlotSource } from '../models/account-host';
 import { ProviderAccounts } from '../models/accounts';
 import { watchLineage } from '../util/lineage';
@@ -57,7 +58,7 @@ export async function runTaskWorker(config: WorkerProcessConfig): Promise<void> 
     ? { evalSetId: config.reporting.evalSetId, tasks: config.reporting.tasks }
     : null;
   const leases = config.accountsSocket ? new LeaseClient(config.accountsSocket, user) : null;
-  const ownHost = leases ? null : new AccountHost({ now: Date.now, pid: process.pid });
+  const ownHost = leases ? null : new AccountHost({ now: Date.now, owner: thisWorker() });
   const source: SlotSource = leases ?? ownHost!;
   const accounts = new ProviderAccounts({
     source,

@@ -19,7 +19,7 @@ function account(model: string, key = 'k1'): AccountRef {
 
 function host() {
   const time = clock();
-  return { time, host: new AccountHost({ now: time.now, pid: 7, host: 'vm:7' }) };
+  return { time, host: new AccountHost({ now: time.now, owner: { pid: 7, host: 'vm' } }) };
 }
 
 async function take(slots: { acquire(): Promise<Release> }, n: number): Promise<Release[]> {
