@@ -24,9 +24,7 @@ describe('continue-as-new without draining', () => {
     stewardDir = await tempDir('steward-can-');
     const { address, namespace } = await ensureDevServer(
       throwawayDevConfig(stewardDir, await freePort(), {
-        // Reports come in batches (a few hundred events for the whole task): low enough to hand over
-        // several times.
-        'limit.historyCount.suggestContinueAsNew': 150,
+        'limit.historyCount.suggestContinueAsNew': 1_000,
       }),
       { stewardDir },
     );

@@ -54,10 +54,7 @@ describe('temporal-dev.yaml', () => {
       logLevel: 'warn',
       logFormat: 'text',
       searchAttributes: { StewardEvalSet: 'Keyword' },
-      dynamicConfig: {
-        'system.enableEagerWorkflowStart': true,
-        'system.enableActivityEagerExecution': true,
-      },
+      dynamicConfig: {},
       sqlitePragmas: { journal_mode: 'wal', synchronous: 'normal' },
     });
   });

@@ -61,9 +61,6 @@ export function createTaskActivities(deps: ActivityDeps) {
                 taskQueue: args.taskQueue,
                 args: [sample],
                 workflowIdReusePolicy: 'REJECT_DUPLICATE',
-                // This process serves the sample's task queue: with a free slot, the server hands
-                // it the first workflow task in the start's answer, saving a trip through matching.
-                requestEagerStart: true,
               })
               .catch((err: unknown) => {
                 if ((err as Error).name !== 'WorkflowExecutionAlreadyStartedError') throw err;

@@ -59,17 +59,6 @@ export interface TemporalDevConfig {
   sqlitePragmas: Record<string, string>;
 }
 
-/**
- * Steward's dynamic config defaults for the servers it starts; `dynamic_config` entries override
- * them. Eager starts and eager activities let a sample's start and its activity skip a trip
- * through the server's matching service each, when the worker that asks serves the queue
- * (Steward's always do): fewer server operations per sample.
- */
-export const DEFAULT_DYNAMIC_CONFIG: Readonly<Record<string, JsonValue>> = {
-  'system.enableEagerWorkflowStart': true,
-  'system.enableActivityEagerExecution': true,
-};
-
 export const DEFAULT_SQLITE_PRAGMAS: Readonly<Record<string, string>> = {
   journal_mode: 'wal',
   synchronous: 'normal',
@@ -156,7 +145,7 @@ export function validateTemporalDevConfig(raw: unknown, cwd: string): TemporalDe
       logLevel: file.log_level,
       logFormat: file.log_format,
       searchAttributes: { ...file.search_attributes, ...stewardSearchAttributes },
-      dynamicConfig: { ...DEFAULT_DYNAMIC_CONFIG, ...file.dynamic_config },
+      dynamicConfig: file.dynamic_config,
       sqlitePragmas: { ...DEFAULT_SQLITE_PRAGMAS, ...file.sqlite_pragmas },
     },
     issues: [],
@@ -267,7 +256,7 @@ export function throwawayDevConfig(
     logLevel: 'warn',
     logFormat: 'text',
     searchAttributes: { ...stewardSearchAttributes },
-    dynamicConfig: { ...DEFAULT_DYNAMIC_CONFIG, ...dynamicConfig },
+    dynamicConfig,
     sqlitePragmas: { ...DEFAULT_SQLITE_PRAGMAS },
   };
 }

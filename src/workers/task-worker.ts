@@ -2,7 +2,7 @@
  * A worker process: serves one or more task queues (its tasks' `evalTask` workflows, their sample
  * workflows and sample activities). Started and restarted by the supervisor's fleet.
  */
-import { Client } from '@temporalio/client';
+import { Client, Connection } from '@temporalio/client';
 import { NativeConnection, Worker } from '@temporalio/worker';
 import { createActivities } from '../activities';
 import type { ConnectionsSetting } from '../config/settings';
@@ -50,10 +50,11 @@ export async function runTaskWorker(config: WorkerProcessConfig): Promise<void> 
   const apiKey = process.env.TEMPORAL_API_KEY || undefined;
   const target = { address: config.address, tls: config.tls || apiKey !== undefined, apiKey };
   const connection = await NativeConnection.connect(target);
-  // Admission starts sample workflows, and samples report, through the workers' own connection:
-  // a start on it can be eager (the server hands the sample's first workflow task straight back
-  // to this process, src/activities/task.ts).
-  const client = new Client({ connection, namespace: config.namespace });
+  // Admission starts sample workflows, and samples report, through a client of its own.
+  const client = new Client({
+    connection: await Connection.connect(target),
+    namespace: config.namespace,
+  });
   const user = config.reporting
     ? { evalSetId: config.reporting.evalSetId, tasks: config.reporting.tasks }
     : null;
@@ -113,6 +114,7 @@ export async function runTaskWorker(config: WorkerProcessConfig): Promise<void> 
     stopReporting.abort();
     await reporting;
     leases?.close();
+    await client.connection.close();
     await connection.close();
   }
 }
