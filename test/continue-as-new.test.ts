@@ -24,7 +24,9 @@ describe('continue-as-new without draining', () => {
     stewardDir = await tempDir('steward-can-');
     const { address, namespace } = await ensureDevServer(
       throwawayDevConfig(stewardDir, await freePort(), {
-        'limit.historyCount.suggestContinueAsNew': 1_000,
+        // Reports come in batches (a few hundred events for the whole task): low enough to hand over
+        // several times.
+        'limit.historyCount.suggestContinueAsNew': 150,
       }),
       { stewardDir },
     );
