@@ -277,7 +277,9 @@ describe('one controller per provider account per host', () => {
       const splitAt = Date.now();
       expect(split.connection_ceiling).toBe(40);
       const shares = split.hosts!.map((h) => h.share!);
-      expect(shares.reduce((x, y) => x + y, 0)).toBe(40);
+      // Never more than the account allows; less while a shrinking host's calls drain (a slot
+      // is never granted twice), all of it once they have.
+      expect(shares.reduce((x, y) => x + y, 0)).toBeLessThanOrEqual(40);
       for (const share of shares) expect(share).toBeGreaterThanOrEqual(1);
       expect(new Set(split.hosts!.map((h) => h.host)).size).toBe(2);
 

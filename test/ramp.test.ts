@@ -14,6 +14,8 @@ import { peakConcurrency, readSampleRecords } from './helpers/results';
 import { STEWARD_BIN, runCommand, tempDir, uniqueName } from './helpers/cli';
 
 const TEND_SECONDS = 2;
+/** AdaptiveConnections' cooldown after a rate-limit cut: no growth until it ends. */
+const CONTROLLER_COOLDOWN_MS = 15_000;
 
 interface Run {
   name: string;
@@ -304,10 +306,11 @@ describe('the ramp', () => {
 
       // Held there, the controllers never walk into it again: not one 429 in the next windows,
       // counted once the workers have picked the ceiling up (they poll every second) and the
-      // calls admitted under the old limit (2 s each) have drained.
+      // calls admitted under the old limit (2 s each) have drained. The windows outlast the
+      // cooldown of the controllers' cut, after which they climb back to the ceiling.
       await new Promise((r) => setTimeout(r, 4_000));
       const from = Math.ceil((Date.now() - providerStart) / 1000) + 1;
-      await new Promise((r) => setTimeout(r, 5 * TEND_SECONDS * 1000));
+      await new Promise((r) => setTimeout(r, 5 * TEND_SECONDS * 1000 + CONTROLLER_COOLDOWN_MS));
       const after = provider.stats().series.filter((p) => p.t >= from);
       expect(after.length).toBeGreaterThanOrEqual(4 * TEND_SECONDS);
       expect(after.reduce((n, p) => n + p.rate_limited, 0)).toBe(0);
