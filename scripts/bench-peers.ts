@@ -62,9 +62,9 @@ import {
   type ProfileSettings,
 } from './peers/profiles';
 import { startSimProcess, type SimProcess } from './peers/sim-process';
+import { positive, setupInspect, withoutToolSettings } from './peers/tools';
 
 const run = promisify(execFile);
-const SETUP_INSPECT = path.join(ROOT, 'scripts', 'peers', 'setup-inspect.sh');
 const READ_INSPECT_LOGS = path.join(ROOT, 'scripts', 'peers', 'inspect_samples.py');
 
 interface Context {
@@ -333,28 +333,6 @@ function measuredOf(
 }
 
 /** Installs Inspect AI into its venv when it is not there yet; returns the venv's python. */
-async function setupInspect(): Promise<string> {
-  const { stdout } = await run(SETUP_INSPECT, [], { maxBuffer: 16 * 1024 * 1024 });
-  return stdout.trim().split('\n').pop()!;
-}
-
-/**
- * Both tools run at their defaults: the caller's `STEWARD_*`, `TEMPORAL_*` and `INSPECT_*`
- * settings do not apply, nor do the caller's own provider endpoints.
- */
-function withoutToolSettings(env: NodeJS.ProcessEnv): NodeJS.ProcessEnv {
-  return Object.fromEntries(
-    Object.entries(env).filter(([k]) => !/^(STEWARD_|TEMPORAL_|INSPECT_|SIM_)/.test(k)),
-  );
-}
-
-function positive(value: string, flag: string): number {
-  const n = Number(value);
-  if (!Number.isInteger(n) || n <= 0)
-    throw new Error(`${flag} must be a positive integer (${value})`);
-  return n;
-}
-
 main().catch((err: unknown) => {
   console.error(err);
   process.exit(1);

@@ -68,15 +68,17 @@ export async function writeData(
   return { tasks, tokens };
 }
 
-/** A Steward definition of the tasks at its defaults: no concurrency knob set. */
+/** A Steward definition of the tasks: at its defaults unless `knobs` sets some (`max_samples`). */
 export async function writeStewardDefinition(
   dir: string,
   name: string,
   tasks: TaskData[],
+  knobs: Record<string, number> = {},
 ): Promise<string> {
   const file = path.join(dir, `${name}.yaml`);
   const definition = {
     name,
+    ...knobs,
     model: MODEL,
     tasks: tasks.map((t) => ({
       name: t.name,

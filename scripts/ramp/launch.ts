@@ -24,6 +24,8 @@ export interface LaunchRunOptions {
   cwd: string;
   /** Stop the run (SIGTERM, as Ctrl-C would) when it has not finished by then. */
   deadlineMs?: number;
+  /** Called with the process's id once it is spawned (to watch its memory, say). */
+  onSpawn?: (pid: number) => void;
 }
 
 /**
@@ -87,7 +89,7 @@ export function measuredRun(
   provider: ProviderProbe,
   command: string,
   args: string[],
-  options: Pick<LaunchRunOptions, 'env' | 'cwd' | 'deadlineMs'>,
+  options: Pick<LaunchRunOptions, 'env' | 'cwd' | 'deadlineMs' | 'onSpawn'>,
 ): Promise<MeasuredProcess> {
   provider.resetStats?.();
   const startedAt = Date.now();
@@ -96,6 +98,7 @@ export function measuredRun(
     env: options.env,
     stdio: ['ignore', 'pipe', 'pipe'],
   });
+  if (child.pid !== undefined) options.onSpawn?.(child.pid);
   let stdout = '';
   let stderr = '';
   child.stdout.on('data', (d: Buffer) => (stdout += d.toString()));

@@ -78,6 +78,22 @@ export function memoryKb(pid: number): { rss: number; peak: number } | undefined
   return { rss: field('VmRSS'), peak: field('VmHWM') };
 }
 
+/** Clock ticks per second of `/proc/<pid>/stat` times (`getconf CLK_TCK`, 100 on Linux). */
+const CLOCK_TICKS = 100;
+
+/** CPU time the process has used so far (user + system), in seconds; undefined once exited. */
+export function cpuSeconds(pid: number): number | undefined {
+  let stat: string;
+  try {
+    stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+  } catch {
+    return undefined;
+  }
+  // Fields after the command name (which may hold spaces) start at the state, field 3.
+  const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+  return (Number(fields[11]) + Number(fields[12])) / CLOCK_TICKS;
+}
+
 export interface MemoryReport {
   /** The largest sum of resident memory over every watched process at one sampling, KiB. */
   peakTotalKb: number;
@@ -85,6 +101,11 @@ export interface MemoryReport {
   peakByKindKb: Partial<Record<ProcessKind, number>>;
   /** Distinct processes seen, per kind. */
   processesByKind: Partial<Record<ProcessKind, number>>;
+  /**
+   * CPU seconds used while watched, per kind, summed over its processes (as last sampled: a
+   * process's last moments before it exits may be missed).
+   */
+  cpuSecondsByKind: Partial<Record<ProcessKind, number>>;
   samplings: number;
 }
 
@@ -99,6 +120,11 @@ export function watchMemory(roots: () => number[], intervalMs = 250): { stop(): 
   const commands = new Map<number, string>();
   const kinds = new Map<number, ProcessKind>();
   const peaks = new Map<number, number>();
+  /**
+   * Per process: CPU seconds it had used when first seen, and when last seen. A process already
+   * running at the first sampling counts from then; one born later counts from its birth.
+   */
+  const cpu = new Map<number, { from: number; last: number }>();
   let peakTotalKb = 0;
   let samplings = 0;
   const sample = (): void => {
@@ -116,6 +142,11 @@ export function watchMemory(roots: () => number[], intervalMs = 250): { stop(): 
       }
       peaks.set(pid, Math.max(peaks.get(pid) ?? 0, memory.peak));
       total += memory.rss;
+      const used = cpuSeconds(pid);
+      if (used !== undefined) {
+        const from = cpu.get(pid)?.from ?? (samplings === 0 ? used : 0);
+        cpu.set(pid, { from, last: used });
+      }
     }
     peakTotalKb = Math.max(peakTotalKb, total);
     samplings++;
@@ -130,11 +161,17 @@ export function watchMemory(roots: () => number[], intervalMs = 250): { stop(): 
         peakTotalKb,
         peakByKindKb: {},
         processesByKind: {},
+        cpuSecondsByKind: {},
         samplings,
       };
       for (const [pid, kind] of kinds) {
         report.peakByKindKb[kind] = Math.max(report.peakByKindKb[kind] ?? 0, peaks.get(pid) ?? 0);
         report.processesByKind[kind] = (report.processesByKind[kind] ?? 0) + 1;
+        const used = cpu.get(pid);
+        if (used) {
+          report.cpuSecondsByKind[kind] =
+            (report.cpuSecondsByKind[kind] ?? 0) + used.last - used.from;
+        }
       }
       return report;
     },
