@@ -84,11 +84,13 @@ export async function runOrchestration(options: OrchestrationOptions): Promise<O
     const baseline = await inProcess(await baselineDefinition(dir, samples, definition), env);
     const runs: ToolRun[] = [];
     for (const tool of options.tools) {
-      runs.push(
+      // One provider serves every run: its counters carry the runs before.
+      const before = (await sim.stats()).requests;
+      const one =
         tool === 'steward'
           ? await runSteward(options, definition, data.tasks[0].name, sim, env)
-          : await runInspect(options, data.tasks, sim, env),
-      );
+          : await runInspect(options, data.tasks, sim, env);
+      runs.push({ ...one, requests: one.requests - before });
     }
     return { samples, baseline, runs };
   } finally {
