@@ -161,10 +161,11 @@ describe('one controller per provider account per host', () => {
   test('4 tasks on one account behind a 40-concurrent provider: one controller, and after the first rate-limit episode no more than 40 calls at once', async () => {
     // 4 x 30-40 samples of one 8 s call each want two to four times the provider's 40 calls at
     // once, even on a loaded 2-core machine where a sample spends seconds outside its call,
-    // without burying it under sample workflows.
+    // without burying it under sample workflows. 4 x 150 samples keep the provider busy for two
+    // minutes at 40: on a loaded CI machine the first wall can take most of one.
     const provider = await startSimProvider({ latencyMs: 8_000, jitterMs: 200, concurrency: 40 });
     const providerStart = Date.now();
-    const samples = 120;
+    const samples = 150;
     const run = await launch('shared', provider, 4, samples, ['--samples-ramp', '30,40']);
     try {
       // One account, one controller, every worker process leasing from it.
@@ -224,7 +225,8 @@ describe('one controller per provider account per host', () => {
       const from = Math.ceil((Date.now() - providerStart) / 1000) + 1;
       expect(await run.exited).toBe(0);
       const { requests, refused, peak } = providerSince(provider, from);
-      expect(requests).toBeGreaterThan(150);
+      // At least two and a half rounds of 40 calls after the wall, so the peak below means something.
+      expect(requests).toBeGreaterThan(100);
       expect(refused / requests).toBeLessThan(0.01);
       expect(refused).toBe(0);
       expect(peak).toBeLessThanOrEqual(40);
