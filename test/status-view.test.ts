@@ -9,26 +9,19 @@ import { ExitCode, expectedFailure } from '../src/errors';
 import { STATUS_MEMO_KEY, parseStatusMemo, type StatusMemo } from '../src/workflows/status-memo';
 import { statusJson, statusText } from '../src/cli/status-view';
 import type { EvalSetStatus, RampHistoryEntry, TaskStatus } from '../src/workflows/types';
+import { taskStatus } from './helpers/task-status';
 
 function task(over: Partial<TaskStatus> & Pick<TaskStatus, 'name'>): TaskStatus {
-  return {
-    state: 'running',
+  return taskStatus({
     taskQueue: `steward-task-hello-${over.name}`,
     samples: 200,
-    completed: 0,
-    errored: 0,
     in_flight: 50,
     waiting: 150,
     setpoint: 50,
-    resumed: 0,
-    saturations: 0,
-    runs: 1,
-    network_errors: 0,
     connection_limit: 20,
-    rate_limit_episodes: 0,
     ramp_state: 'climbing',
     ...over,
-  };
+  });
 }
 
 /** A line's cells (separated by two or more spaces) and where each starts and ends. */

@@ -1,5 +1,6 @@
 import { createProgress } from '../../src/cli/progress';
 import type { EvalSetStatus, TaskStatus } from '../../src/workflows/types';
+import { taskStatus } from '../helpers/task-status';
 
 function fakeStream(): { stream: NodeJS.WriteStream; lines: () => string[] } {
   let text = '';
@@ -14,24 +15,16 @@ function fakeStream(): { stream: NodeJS.WriteStream; lines: () => string[] } {
 }
 
 function status(completed: number, state: TaskStatus['state']): EvalSetStatus {
-  const task: TaskStatus = {
+  const task = taskStatus({
     name: 't',
     state,
     taskQueue: 'q',
     samples: 2,
     completed,
-    errored: 0,
     in_flight: 2 - completed,
-    waiting: 0,
     setpoint: 4,
-    resumed: 0,
-    saturations: 0,
-    runs: 1,
-    network_errors: 0,
-    connection_limit: null,
-    rate_limit_episodes: 0,
     ramp_state: 'climbing',
-  };
+  });
   return {
     eval_set: 'e',
     state: 'running',

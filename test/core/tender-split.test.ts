@@ -5,7 +5,8 @@
  */
 import type { ResolvedSettings } from '../../src/config/settings';
 import { Tender } from '../../src/workflows/tend';
-import type { TaskStatus, WorkerReport } from '../../src/workflows/types';
+import type { WorkerReport } from '../../src/workflows/types';
+import { taskStatus } from '../helpers/task-status';
 
 const ACCOUNT = 'gpt at http://sim key k1';
 
@@ -15,33 +16,12 @@ const settings = {
   maxSandboxes: null,
 } as unknown as ResolvedSettings;
 
-function running(name: string): TaskStatus {
-  return {
-    name,
-    state: 'running',
-    taskQueue: `q-${name}`,
-    samples: 1_000,
-    completed: 0,
-    errored: 0,
-    in_flight: 0,
-    waiting: 0,
-    setpoint: 10,
-    resumed: 0,
-    saturations: 0,
-    runs: 1,
-    network_errors: 0,
-    connection_limit: null,
-    rate_limit_episodes: 0,
-    ramp_state: 'steady',
-  };
-}
-
 function tender(): Tender {
   const t = Tender.fresh(settings);
   for (const name of ['a', 'b']) {
     t.add(
       { name, taskQueue: `q-${name}`, samples: 1_000, model: 'gpt', sandboxed: false },
-      running(name),
+      taskStatus({ name }),
     );
   }
   return t;
