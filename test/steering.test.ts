@@ -205,17 +205,7 @@ test('updates refuse at once; bad signals are recorded as refused; the run goes 
   ).toBe('setSamplesRamp: range: lo must not exceed hi ([5,2])');
 
   // The stock CLI, as the issue's operator typed it: the update answers with the refusal ...
-  const update = await temporalCli([
-    'workflow',
-    'update',
-    'execute',
-    '--workflow-id',
-    id,
-    '--name',
-    'setSamplesRamp',
-    '--input',
-    '{"range": "bogus"}',
-  ]);
+  const update = await temporalCli(updateArgs(id, 'setSamplesRamp', '{"range": "bogus"}'));
   expect(update.code).not.toBe(0);
   // (It prints the message logfmt-quoted.)
   expect(update.stderr).toContain(
@@ -455,17 +445,9 @@ test('1,000+ random and malformed payloads to every handler: no workflow task fa
               () => undefined,
               (err: Error & { cause?: Error }) => err.cause?.message ?? err.message,
             )
-          : await temporalCliAcrossContinueAsNew([
-              'workflow',
-              'update',
-              'execute',
-              '--workflow-id',
-              id,
-              '--name',
-              target,
-              '--input',
-              JSON.stringify(payload) ?? 'null',
-            ]).then((r) => (r.code === 0 ? undefined : r.stderr || `exit ${r.code}`));
+          : await temporalCliAcrossContinueAsNew(
+              updateArgs(id, target, JSON.stringify(payload) ?? 'null'),
+            ).then((r) => (r.code === 0 ? undefined : r.stderr || `exit ${r.code}`));
       // A valid update that fails says why, so a failure here names its cause.
       if (isValid) expect({ target, payload, refusal }).toEqual({ target, payload });
       else expect(refusal).toBeDefined();
@@ -519,3 +501,8 @@ test('1,000+ random and malformed payloads to every handler: no workflow task fa
   expect(await runsOf(id)).toBeGreaterThanOrEqual(2);
   await replayAllRuns(client, ids);
 });
+
+/** `temporal workflow update execute` on the workflow `id`: the update `name` with `input` (JSON). */
+function updateArgs(id: string, name: string, input: string): string[] {
+  return ['workflow', 'update', 'execute', '--workflow-id', id, '--name', name, '--input', input];
+}
