@@ -397,17 +397,77 @@ function draftSetpoint(task: TaskTendInput, input: TendInput, record: Recorder):
  * step per clean window, and kept one step below a wall the provider pushed back at (see
  * {@link ConnectionWall}); else the adaptive `max`.
  */
+/** A task's connection ceiling (a task whose calls no account manages): {@link planCeiling}. */
 function decideCeiling(
   draft: Draft,
   settings: RampSettings,
   now: number,
   record: Recorder,
-): { ceiling: number; clamp: number | null; wall: ConnectionWall | null; raised: boolean } {
+): CeilingPlan {
   const { task } = draft;
+  return planCeiling(
+    {
+      settings,
+      now,
+      previous: task.connectionCeiling,
+      bound: (range) => ({
+        hi: range.hi,
+        follows: `range ${show(range)}: connection ceiling follows hi`,
+        narrowed: `range narrowed to ${show(range)}`,
+      }),
+      wall: task.wall ?? null,
+      window: task.window,
+      clamp: task.connectionClamp,
+      held: draft.hold !== null,
+      reverse: draft.reversed,
+      clean: draft.gates.length === 0,
+    },
+    (from, to, why) => record(task.name, 'connections', from, to, why),
+  );
+}
+
+/** The connection ceiling a tend leaves, and whether it rose. */
+interface CeilingPlan {
+  ceiling: number;
+  clamp: number | null;
+  wall: ConnectionWall | null;
+  raised: boolean;
+}
+
+/** What {@link planCeiling} decides from: a task's or an account's state and window. */
+interface CeilingInput {
+  settings: RampSettings;
+  now: number;
+  previous: number;
+  /**
+   * Under the ramp's range: the most it allows (a task's `hi`, or the sum of its tasks' for an
+   * account), why the ceiling sits there, and why it fell to a lower one.
+   */
+  bound(range: Range): { hi: number; follows: string; narrowed: string };
+  wall: ConnectionWall | null;
+  window: PushbackWindow;
+  clamp: number | null;
+  held: boolean;
+  /** Reversal: clamp to where the controllers fell. */
+  reverse: boolean;
+  /** A clean window: a clamp rises one step. */
+  clean: boolean;
+}
+
+/**
+ * The one ceiling policy, for a task's connections and for an account's (SPEC §2 "Connections
+ * and samples together"). With `max_connections` fixed, that; with no ramp active, the adaptive
+ * `max`. Otherwise `hi`, lowered by the wall (held one step below where the provider pushed back,
+ * until a probe; see {@link ConnectionWall}) and by reversal (to where the controllers fell,
+ * never below 20), lifted back one step per clean window. A hold freezes raises, including a
+ * range widened while it is in force. Each move goes to `note` with the reason a user reads.
+ */
+function planCeiling(
+  input: CeilingInput,
+  note: (from: number, to: number, why: string) => void,
+): CeilingPlan {
+  const { settings, previous } = input;
   const mode = settings.samples;
-  const note = (from: number, to: number, why: string) =>
-    record(task.name, 'connections', from, to, why);
-  const previous = task.connectionCeiling;
   if (settings.connections.type === 'fixed' || mode.type !== 'ramp') {
     const ceiling = connectionCeilingFor(settings);
     const why =
@@ -418,32 +478,29 @@ function decideCeiling(
     return { ceiling, clamp: null, wall: null, raised: false };
   }
 
-  const wall = nextWall(task.wall ?? null, task.window, now, draft.hold !== null);
-  const cap = wallCap(wall.wall, now);
+  const { hi, follows, narrowed } = input.bound(mode);
+  const wall = nextWall(input.wall, input.window, input.now, input.held);
+  const cap = wallCap(wall.wall, input.now);
   // The highest the ceiling may be this tend: `hi`, or less under a wall.
-  const upper = Math.min(mode.hi, cap ?? mode.hi);
-  let clamp =
-    task.connectionClamp !== null && task.connectionClamp < upper ? task.connectionClamp : null;
-  // A hold freezes connection raises, including a range widened while it is in force.
-  if (draft.hold && Math.min(upper, clamp ?? upper) > previous) clamp = previous;
+  const upper = Math.min(hi, cap ?? hi);
+  let clamp = input.clamp !== null && input.clamp < upper ? input.clamp : null;
+  if (input.held && Math.min(upper, clamp ?? upper) > previous) clamp = previous;
   let ceiling = Math.min(upper, clamp ?? upper);
-  let why = `range ${show(mode)}: connection ceiling follows hi`;
+  let why = follows;
   if (ceiling < previous) {
-    const byWall = ceiling < mode.hi && ceiling === cap && wall.wall !== null;
-    why = !byWall
-      ? `range narrowed to ${show(mode)}`
-      : wall.why || `held below the wall at ${wall.wall!.level} connections`;
+    const byWall = ceiling < hi && ceiling === cap && wall.wall !== null;
+    why = byWall ? wall.why || `held below the wall at ${wall.wall!.level} connections` : narrowed;
   } else if (ceiling > previous && wall.why) why = wall.why;
   note(previous, ceiling, why);
 
-  const level = task.window.controllerLimit;
-  if (draft.reversed && level !== null && Math.max(20, level) < ceiling) {
+  const level = input.window.controllerLimit;
+  if (input.reverse && level !== null && Math.max(20, level) < ceiling) {
     const to = Math.max(20, level);
     const where = level < 20 ? `20 (controllers at ${level}; never below 20)` : `${level}`;
     note(ceiling, to, `reversal: clamped to where the controllers fell, ${where}`);
     return { ceiling: to, clamp: to, wall: wall.wall, raised: false };
   }
-  if (clamp !== null && draft.gates.length === 0) {
+  if (clamp !== null && input.clean) {
     const to = Math.min(upper, clamp + mode.step);
     note(ceiling, to, 'climb: connection ceiling raised one step after a clean window');
     ceiling = to;
@@ -583,60 +640,43 @@ export function decideAccount(
   input: AccountTendInput,
 ): { state: AccountRampState; changes: AccountChange[] } {
   const changes: AccountChange[] = [];
-  const note = (from: number, to: number, reason: string) => {
-    if (from !== to) {
-      changes.push({ account: input.account, tasks: input.tasks, from, to, reason, at: now });
-    }
-  };
   const { window } = input;
   const pushback = window.rateLimitEpisodes > 0 || window.controllerCuts > 0;
   const pushbackWindows = pushback ? input.pushbackWindows + 1 : 0;
-  const previous = input.ceiling;
-  const mode = settings.samples;
-  if (settings.connections.type === 'fixed' || mode.type !== 'ramp') {
-    const ceiling = connectionCeilingFor(settings);
-    const why =
-      settings.connections.type === 'fixed'
-        ? `max_connections fixed at ${ceiling}`
-        : `no ramp active: adaptive max ${ceiling}`;
-    note(previous, ceiling, why);
-    return { state: { ceiling, clamp: null, pushbackWindows, wall: null }, changes };
-  }
   const tasks = Math.max(1, input.tasks.length);
-  const sumHi = mode.hi * tasks;
-  const wall = nextWall(input.wall, window, now, input.held);
-  const cap = wallCap(wall.wall, now);
-  const upper = Math.min(sumHi, cap ?? sumHi);
-  let clamp = input.clamp !== null && input.clamp < upper ? input.clamp : null;
-  if (input.held && Math.min(upper, clamp ?? upper) > previous) clamp = previous;
-  let ceiling = Math.min(upper, clamp ?? upper);
-  const follows =
-    tasks === 1
-      ? `range ${show(mode)}: connection ceiling follows hi`
-      : `range ${show(mode)}: connection ceiling follows the sum of the hi of its ${tasks} tasks`;
-  let why = follows;
-  if (ceiling < previous) {
-    const byWall = ceiling < sumHi && ceiling === cap && wall.wall !== null;
-    why = byWall
-      ? wall.why || `held below the wall at ${wall.wall!.level} connections`
-      : `fewer tasks or a narrower range: ${follows}`;
-  } else if (ceiling > previous && wall.why) why = wall.why;
-  note(previous, ceiling, why);
-
-  const level = window.controllerLimit;
-  if (pushbackWindows >= 2 && level !== null && Math.max(20, level) < ceiling) {
-    const to = Math.max(20, level);
-    const where = level < 20 ? `20 (controllers at ${level}; never below 20)` : `${level}`;
-    note(ceiling, to, `reversal: clamped to where the controllers fell, ${where}`);
-    return { state: { ceiling: to, clamp: to, pushbackWindows, wall: wall.wall }, changes };
-  }
-  if (clamp !== null && !pushback && !input.held) {
-    const to = Math.min(upper, clamp + mode.step);
-    note(ceiling, to, 'climb: connection ceiling raised one step after a clean window');
-    ceiling = to;
-    clamp = to >= upper ? null : to;
-  }
-  return { state: { ceiling, clamp, pushbackWindows, wall: wall.wall }, changes };
+  const plan = planCeiling(
+    {
+      settings,
+      now,
+      previous: input.ceiling,
+      bound: (range) => {
+        const follows =
+          tasks === 1
+            ? `range ${show(range)}: connection ceiling follows hi`
+            : `range ${show(range)}: connection ceiling follows the sum of the hi of its ${tasks} tasks`;
+        return {
+          hi: range.hi * tasks,
+          follows,
+          narrowed: `fewer tasks or a narrower range: ${follows}`,
+        };
+      },
+      wall: input.wall,
+      window,
+      clamp: input.clamp,
+      held: input.held,
+      reverse: pushbackWindows >= 2,
+      clean: !pushback && !input.held,
+    },
+    (from, to, reason) => {
+      if (from !== to) {
+        changes.push({ account: input.account, tasks: input.tasks, from, to, reason, at: now });
+      }
+    },
+  );
+  return {
+    state: { ceiling: plan.ceiling, clamp: plan.clamp, pushbackWindows, wall: plan.wall },
+    changes,
+  };
 }
 
 /** A task that is starting, and one already running (for the budget share). */
