@@ -8,16 +8,9 @@
 import { promises as fs } from 'node:fs';
 import * as path from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
-import {
-  Client,
-  Connection,
-  QueryNotRegisteredError,
-  WorkflowUpdateFailedError,
-} from '@temporalio/client';
+import { Client, QueryNotRegisteredError, WorkflowUpdateFailedError } from '@temporalio/client';
 import { temporal } from '@temporalio/proto';
 import { findTemporalBinary } from '../src/temporal/binary';
-import { throwawayDevConfig } from '../src/temporal/config';
-import { ensureDevServer, stopDevServer } from '../src/temporal/devserver';
 import { mulberry32 } from '../src/util/random';
 import {
   evalSetWorkflowId,
@@ -29,7 +22,7 @@ import {
   type EvalSetStatus,
   type RampHistoryEntry,
 } from '../src/workflows/types';
-import { freePort } from './setup/global-setup';
+import { startOwnDevServer, type OwnDevServer } from './helpers/server';
 import { replayAllRuns } from './helpers/replay';
 import { readSampleRecords } from './helpers/results';
 import {
@@ -44,34 +37,22 @@ import {
 /** Events after which the server suggests continue-as-new (its default is thousands). */
 const SUGGEST_CONTINUE_AS_NEW = 150;
 
-let stewardDir: string;
+let server: OwnDevServer;
 let client: Client;
 let env: NodeJS.ProcessEnv;
 let address: string;
-let namespace: string;
 let temporalBin: string;
 
 beforeAll(async () => {
-  stewardDir = await tempDir('steward-steer-');
-  ({ address, namespace } = await ensureDevServer(
-    throwawayDevConfig(stewardDir, await freePort(), {
-      'limit.historyCount.suggestContinueAsNew': SUGGEST_CONTINUE_AS_NEW,
-    }),
-    { stewardDir },
-  ));
-  env = {
-    ...process.env,
-    TEMPORAL_ADDRESS: address,
-    TEMPORAL_NAMESPACE: namespace,
-    STEWARD_HOME: stewardDir,
-  };
-  client = new Client({ connection: await Connection.connect({ address }), namespace });
+  server = await startOwnDevServer(await tempDir('steward-steer-'), {
+    'limit.historyCount.suggestContinueAsNew': SUGGEST_CONTINUE_AS_NEW,
+  });
+  ({ client, env, address } = server);
   temporalBin = await findTemporalBinary();
 });
 
 afterAll(async () => {
-  await client?.connection.close();
-  await stopDevServer(stewardDir);
+  await server?.close();
 });
 
 /** Launches an eval set in the background; resolves once its tasks are planned. */
@@ -146,7 +127,7 @@ async function expectCompletedOnce(
 }
 
 function temporalCli(args: string[]): Promise<CliResult> {
-  return runCommand(temporalBin, [...args, '--address', address, '--namespace', namespace], {
+  return runCommand(temporalBin, [...args, '--address', address, '--namespace', server.namespace], {
     env,
   });
 }

@@ -3,6 +3,8 @@
  * `steward status` does not pay for what `steward launch` needs. One place maps errors to exit
  * codes: an expected failure is a StewardError; anything else is a bug and says so.
  */
+import { readFileSync } from 'node:fs';
+import * as path from 'node:path';
 import { Command, InvalidArgumentError, Option } from 'commander';
 import { KNOBS, knobFlag, knobMetaOf, parseKnobText } from '../config/knobs';
 import { ExitCode, expectedFailure } from '../errors';
@@ -37,10 +39,17 @@ function addKnobFlags(command: Command): Command {
   return command;
 }
 
+/** The package's version, from its package.json (two levels up from src/cli and dist/cli alike). */
+function packageVersion(): string {
+  const file = path.join(__dirname, '..', '..', 'package.json');
+  return (JSON.parse(readFileSync(file, 'utf8')) as { version: string }).version;
+}
+
 const program = new Command('steward')
   .description(
     'Run AI eval sets durably on Temporal at the concurrency your provider and machine sustain.',
   )
+  .version(packageVersion(), '-V, --version')
   .showHelpAfterError()
   .exitOverride();
 

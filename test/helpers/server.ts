@@ -12,7 +12,11 @@ import {
   type SimProviderOptions,
 } from '../../src/sim/provider';
 import { defaultScript, openAiError } from '../../src/sim/script';
-import { throwawayDevConfig, type TemporalDevConfig } from '../../src/temporal/config';
+import {
+  throwawayDevConfig,
+  type JsonValue,
+  type TemporalDevConfig,
+} from '../../src/temporal/config';
 import { devServerFiles, ensureDevServer, stopDevServer } from '../../src/temporal/devserver';
 import { freePort } from '../setup/global-setup';
 
@@ -33,9 +37,15 @@ export interface OwnDevServer {
   close(): Promise<void>;
 }
 
-/** Starts a headless dev server whose state (database, log, pid file) lives in `stewardDir`. */
-export async function startOwnDevServer(stewardDir: string): Promise<OwnDevServer> {
-  const config: TemporalDevConfig = throwawayDevConfig(stewardDir, await freePort());
+/**
+ * Starts a headless dev server whose state (database, log, pid file) lives in `stewardDir`, with
+ * `dynamicConfig` (e.g. a low `limit.historyCount.suggestContinueAsNew`).
+ */
+export async function startOwnDevServer(
+  stewardDir: string,
+  dynamicConfig: Record<string, JsonValue> = {},
+): Promise<OwnDevServer> {
+  const config: TemporalDevConfig = throwawayDevConfig(stewardDir, await freePort(), dynamicConfig);
   const { address, namespace } = await ensureDevServer(config, { stewardDir });
   const client = new Client({ connection: await Connection.connect({ address }), namespace });
   const pid = async (): Promise<number> =>
