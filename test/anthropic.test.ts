@@ -11,6 +11,7 @@ import { createModel } from '../src/models';
 import { anthropicHeaders } from '../src/sim/limits';
 import { anthropicError } from '../src/sim/messages';
 import { startSimProvider, type SimProvider } from '../src/sim/provider';
+import { startFaultyProvider } from './helpers/faulty-provider';
 import { defaultScript, type SimRequest, type SimScript } from '../src/sim/script';
 
 const KEY = 'sk-ant-test-3c1e';
@@ -388,5 +389,36 @@ describe('the anthropic provider through @anthropic-ai/sdk', () => {
       `model ${MODEL}: no answer within 200 ms (model_args.timeout_ms sets the limit)`,
     );
     expect(classifyError(timedOut, Date.now())).toEqual({ kind: 'transient' });
+  });
+
+  test('a 200 that is not a Message, or is cut short, says what the endpoint did', async () => {
+    const faulty = await startFaultyProvider();
+    try {
+      const env = { ANTHROPIC_API_KEY: KEY, ANTHROPIC_BASE_URL: faulty.url.replace(/\/v1$/, '') };
+      const failure = (fault: string) =>
+        createModel(`anthropic/${fault}`, {}, env)
+          .generate([{ role: 'user', content: 'hi' }])
+          .catch((e: unknown) => e as Error);
+
+      const html = await failure('html');
+      expect(html).toMatchObject({ name: 'ModelResponseError' });
+      expect(html.message).toMatch(/^model anthropic\/html answered without a message's content: /);
+      expect(classifyError(html, Date.now())).toEqual({ kind: 'no' });
+
+      const badJson = await failure('bad-json');
+      expect(badJson).toMatchObject({ name: 'ModelResponseError' });
+      expect(badJson.message).toMatch(
+        /^model anthropic\/bad-json answered with a body that is not valid JSON/,
+      );
+
+      const truncated = await failure('truncated');
+      expect(truncated.message).toMatch(
+        /^model anthropic\/truncated: the connection closed before the whole answer arrived/,
+      );
+      expect(classifyError(truncated, Date.now())).toEqual({ kind: 'transient' });
+      expect(faulty.requests('html') + faulty.requests('bad-json')).toBe(2);
+    } finally {
+      await faulty.close();
+    }
   });
 });
