@@ -165,6 +165,14 @@ describe("the simulator's Messages API", () => {
       error: { type: 'overloaded_error', message: 'Overloaded' },
     });
     expect(provider.stats().by_status).toEqual({ 529: 1 });
+    // OpenAI's overload is a 503 server_error: transient there, not pushback.
+    const openAi = await fetch(`${provider.url}/chat/completions`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', authorization: `Bearer ${KEY}` },
+      body: JSON.stringify({ model: 'm', messages: [{ role: 'user', content: 'hi' }] }),
+    });
+    expect(openAi.status).toBe(503);
+    expect(((await openAi.json()) as { error: { type: string } }).error.type).toBe('server_error');
   });
 
   test('refuses what the real API refuses, in its words', async () => {
