@@ -8,6 +8,7 @@ import { readRateLimitHeaders } from '../src/core/pacing';
 import { classifyError } from '../src/core/retry';
 import type { ChatMessage, ToolDefinition } from '../src/definition/types';
 import { createModel } from '../src/models';
+import { requestBody } from '../src/models/anthropic';
 import { anthropicHeaders } from '../src/sim/limits';
 import { anthropicError } from '../src/sim/messages';
 import { startSimProvider, type SimProvider } from '../src/sim/provider';
@@ -238,6 +239,71 @@ describe("the simulator's Messages API", () => {
     expect(readRateLimitHeaders((name) => headers[name], now)).toEqual({
       requests: { limit: 50, remaining: 49, resetAt: Date.parse('2026-12-01T12:00:02Z') },
       tokens: { limit: 40_000, remaining: 39_000, resetAt: Date.parse('2026-12-01T12:00:01Z') },
+    });
+  });
+});
+
+describe('requestBody: Steward messages as a Messages request', () => {
+  test('system to `system`, parallel tool results and the next words in one user turn', () => {
+    const messages: ChatMessage[] = [
+      { role: 'system', content: 'Be brief.' },
+      { role: 'system', content: 'Use tools.' },
+      { role: 'user', content: 'Go.' },
+      {
+        role: 'assistant',
+        content: 'Two at once.',
+        tool_calls: [
+          { id: 'toolu_a', name: 'bash', arguments: '{"cmd":"ls"}' },
+          // Arguments from elsewhere that are not an object are kept, not dropped.
+          { id: 'toolu_b', name: 'bash', arguments: 'pwd' },
+        ],
+      },
+      { role: 'tool', tool_call_id: 'toolu_a', content: 'a.txt' },
+      { role: 'tool', tool_call_id: 'toolu_b', content: '/root' },
+      { role: 'user', content: 'Now submit.' },
+      // A turn with nothing to say is left out (the API refuses empty content).
+      { role: 'assistant', content: '' },
+      { role: 'user', content: 'Please.' },
+    ];
+    expect(requestBody('claude-x', messages, [BASH], { temperature: 0 })).toEqual({
+      model: 'claude-x',
+      max_tokens: 4096,
+      temperature: 0,
+      system: [
+        { type: 'text', text: 'Be brief.' },
+        { type: 'text', text: 'Use tools.' },
+      ],
+      tools: [{ name: 'bash', description: BASH.description, input_schema: BASH.parameters }],
+      messages: [
+        { role: 'user', content: [{ type: 'text', text: 'Go.' }] },
+        {
+          role: 'assistant',
+          content: [
+            { type: 'text', text: 'Two at once.' },
+            { type: 'tool_use', id: 'toolu_a', name: 'bash', input: { cmd: 'ls' } },
+            { type: 'tool_use', id: 'toolu_b', name: 'bash', input: { input: 'pwd' } },
+          ],
+        },
+        {
+          role: 'user',
+          content: [
+            { type: 'tool_result', tool_use_id: 'toolu_a', content: 'a.txt' },
+            { type: 'tool_result', tool_use_id: 'toolu_b', content: '/root' },
+            { type: 'text', text: 'Now submit.' },
+            { type: 'text', text: 'Please.' },
+          ],
+        },
+      ],
+    });
+  });
+
+  test("the task's max_tokens is sent as is; nothing optional is sent unasked", () => {
+    expect(
+      requestBody('claude-x', [{ role: 'user', content: 'hi' }], [], { max_tokens: 50 }),
+    ).toEqual({
+      model: 'claude-x',
+      max_tokens: 50,
+      messages: [{ role: 'user', content: [{ type: 'text', text: 'hi' }] }],
     });
   });
 });
