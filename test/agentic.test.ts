@@ -1,7 +1,8 @@
 /**
  * Agentic samples in Docker sandboxes, end to end through the CLI, against the real dev server,
  * the real Docker daemon and the simulated provider over real HTTP: every sample's agent runs
- * `bash` in its own sandbox and submits; nothing of ours is left on the daemon afterwards, not
+ * `bash` in its own sandbox and submits (through OpenAI's tool calls, and through Anthropic's
+ * `tool_use` / `tool_result` blocks on `anthropic/<model>`); nothing of ours is left on the daemon afterwards, not
  * even when a worker is killed mid-sample; and a daemon out of address pools fails the sample
  * with a message that points at `steward docker check`.
  */
@@ -41,7 +42,7 @@ function squares(count: number): string {
 async function writeAgenticEvalSet(
   dir: string,
   name: string,
-  tasks: Array<{ name: string; scorer: unknown; samples: number }>,
+  tasks: Array<{ name: string; scorer: unknown; samples: number; model?: string }>,
   settings: Record<string, unknown>,
 ): Promise<string> {
   for (const task of tasks) {
@@ -53,6 +54,7 @@ async function writeAgenticEvalSet(
     ...settings,
     tasks: tasks.map((task) => ({
       name: task.name,
+      ...(task.model ? { model: task.model } : {}),
       dataset: `${task.name}.jsonl`,
       sandbox: BUSYBOX_IMAGE,
       solver: [{ agent: { max_turns: 4, command_timeout: 30 } }],
@@ -84,18 +86,29 @@ beforeAll(async () => {
   docker = await requireDocker();
   await ensureBusyboxImage(docker);
   sim = await startSimProvider({ latencyMs: 50 });
-  simEnv = { ...process.env, SIM_BASE_URL: sim.url, SIM_API_KEY: 'sim' };
+  simEnv = {
+    ...process.env,
+    SIM_BASE_URL: sim.url,
+    SIM_API_KEY: 'sim',
+    ANTHROPIC_BASE_URL: sim.anthropicUrl,
+    ANTHROPIC_API_KEY: 'sim',
+  };
 });
 
 afterAll(async () => {
   await sim?.close();
 });
 
-describe('2 tasks × 40 agentic samples, each in its own sandbox', () => {
+/** Samples of the task whose agent is `anthropic/<model>`. */
+const CLAUDE_SAMPLES = 10;
+
+describe('3 tasks of agentic samples (2 × 40 on OpenAI, 10 on Anthropic), each in its own sandbox', () => {
   const tasks = [
     { name: 'file-check', scorer: FILE_CHECK, samples: SAMPLES },
     { name: 'submitted', scorer: 'match', samples: SAMPLES },
+    { name: 'claude', scorer: FILE_CHECK, samples: CLAUDE_SAMPLES, model: 'anthropic/sim-claude' },
   ];
+  const samplesOf = (task: string): number => tasks.find((t) => t.name === task)!.samples;
   let name: string;
   let logDir: string;
   let result: CliResult;
@@ -115,17 +128,19 @@ describe('2 tasks × 40 agentic samples, each in its own sandbox', () => {
     expect(result.code).toBe(0);
     const summary = JSON.parse(result.stdout);
     expect(summary.status).toBe('success');
+    expect(summary.tasks).toHaveLength(tasks.length);
     for (const task of summary.tasks) {
-      expect(task).toMatchObject({ samples: SAMPLES, completed: SAMPLES, errored: 0 });
-      expect(task.metrics.accuracy).toBeCloseTo((SAMPLES - SAMPLES / 10) / SAMPLES, 10);
+      const n = samplesOf(task.name);
+      expect(task).toMatchObject({ samples: n, completed: n, errored: 0 });
+      expect(task.metrics.accuracy).toBeCloseTo((n - n / 10) / n, 10);
     }
   });
 
-  test.each(['file-check', 'submitted'])(
+  test.each(['file-check', 'submitted', 'claude'])(
     '%s: every sample scored as its sandbox says, after a bash call and a submit',
     async (task) => {
       const records = await readSampleRecords(logDir, task);
-      expect(records).toHaveLength(SAMPLES);
+      expect(records).toHaveLength(samplesOf(task));
       for (const record of records) {
         const i = Number(String(record.sample_id).slice('sq-'.length));
         const value = String(isWrong(i) ? i * i + 1 : i * i);
@@ -140,7 +155,18 @@ describe('2 tasks × 40 agentic samples, each in its own sandbox', () => {
   );
 
   test('made two model calls per sample over HTTP', () => {
-    expect(sim.stats().by_status).toEqual({ '200': 2 * 2 * SAMPLES });
+    expect(sim.stats().by_status).toEqual({ '200': 2 * (2 * SAMPLES + CLAUDE_SAMPLES) });
+  });
+
+  test("the anthropic agent's tool calls carry Anthropic's tool_use ids", async () => {
+    const records = await readSampleRecords(logDir, 'claude');
+    for (const record of records) {
+      const calls = record.messages.flatMap((m) =>
+        m.role === 'assistant' ? (m.tool_calls ?? []) : [],
+      );
+      expect(calls.map((call) => call.name)).toEqual(['bash', 'submit']);
+      expect(calls.every((call) => call.id.startsWith('toolu_sim_'))).toBe(true);
+    }
   });
 
   test('leaves no container or network of ours on the daemon', async () => {

@@ -34,7 +34,7 @@ function definition(
 function cleanEnv(extra: Record<string, string> = {}): NodeJS.ProcessEnv {
   const env = Object.fromEntries(
     Object.entries(process.env).filter(
-      ([name]) => !/^(STEWARD_|OPENAI_|FAULTY_|DOCKER_HOST$)/.test(name),
+      ([name]) => !/^(STEWARD_|OPENAI_|ANTHROPIC_|FAULTY_|DOCKER_HOST$)/.test(name),
     ),
   );
   return { ...env, ...extra };
@@ -322,14 +322,13 @@ const rejected: Row[] = [
       `steward: ${d}/evalset.yaml: model: unknown model provider "foo" in "foo/bar" (known: mockllm, openai, openai-api, anthropic)`,
   },
   {
-    name: 'a provider Steward does not support yet',
+    name: 'an anthropic model_args key it does not know',
     files: {
-      'evalset.yaml': definition({}, { model: 'anthropic/claude' }),
+      'evalset.yaml': definition({}, { model: 'anthropic/claude', model_args: { top_k: 5 } }),
       'data.jsonl': ONE_SAMPLE,
     },
     code: 2,
-    stderr: (d) =>
-      `steward: ${d}/evalset.yaml: tasks.0.model: the anthropic provider is not supported yet (supported: mockllm, openai, openai-api)`,
+    stderr: (d) => `steward: ${d}/evalset.yaml: tasks.0.model_args: unknown key "top_k"`,
   },
   // ---- the environment ----
   {
@@ -340,6 +339,16 @@ const rejected: Row[] = [
     },
     code: 3,
     stderr: () => 'steward: model openai/gpt-4o-mini needs OPENAI_API_KEY in the environment',
+  },
+  {
+    name: 'anthropic/... without ANTHROPIC_API_KEY',
+    files: {
+      'evalset.yaml': definition({ model: 'anthropic/claude-sonnet-4-5' }),
+      'data.jsonl': ONE_SAMPLE,
+    },
+    code: 3,
+    stderr: () =>
+      'steward: model anthropic/claude-sonnet-4-5 needs ANTHROPIC_API_KEY in the environment',
   },
   {
     name: 'openai-api/<service>/... without its variables',

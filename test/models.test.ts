@@ -64,6 +64,19 @@ describe('modelCredentials and checkModelEnvironment', () => {
     ).toBe('http://p/v1');
   });
 
+  it('reads anthropic from ANTHROPIC_* and defaults the base URL to Anthropic', () => {
+    expect(modelCredentials('anthropic/claude-sonnet-4-5', { ANTHROPIC_API_KEY: API_KEY })).toEqual(
+      {
+        apiKey: API_KEY,
+        baseURL: 'https://api.anthropic.com',
+        keyVar: 'ANTHROPIC_API_KEY',
+        baseUrlVar: 'ANTHROPIC_BASE_URL',
+      },
+    );
+    const env = { ANTHROPIC_API_KEY: API_KEY, ANTHROPIC_BASE_URL: 'http://a' };
+    expect(modelCredentials('anthropic/claude-sonnet-4-5', env).baseURL).toBe('http://a');
+  });
+
   it('names an OpenAI-compatible service variables after the service', () => {
     const env = { TOGETHER_AI_API_KEY: API_KEY, TOGETHER_AI_BASE_URL: 'http://t/v1' };
     expect(modelCredentials('openai-api/together-ai/llama', env)).toEqual({
@@ -94,10 +107,11 @@ describe('modelCredentials and checkModelEnvironment', () => {
       'model openai-api/vllm/llama needs VLLM_BASE_URL in the environment',
     ],
     ['openai-api/vllm/llama', { VLLM_API_KEY: API_KEY, VLLM_BASE_URL: 'http://v/v1' }, undefined],
+    ['anthropic/claude-sonnet-4-5', { ANTHROPIC_API_KEY: API_KEY }, undefined],
     [
       'anthropic/claude-sonnet-4-5',
-      { ANTHROPIC_API_KEY: API_KEY },
-      'model anthropic/claude-sonnet-4-5: the anthropic provider is not supported yet (supported: mockllm, openai, openai-api)',
+      { ANTHROPIC_BASE_URL: 'http://a' },
+      'model anthropic/claude-sonnet-4-5 needs ANTHROPIC_API_KEY in the environment',
     ],
     [
       'foo/bar',
@@ -116,10 +130,14 @@ describe('createModel', () => {
     expect(catchError(attempt)).toMatchObject({ exitCode: ExitCode.environment });
   });
 
-  it('refuses anthropic', () => {
-    expect(() =>
-      createModel('anthropic/claude-sonnet-4-5', {}, { ANTHROPIC_API_KEY: API_KEY }),
-    ).toThrow('the anthropic provider is not supported yet');
+  it('builds anthropic, checking its model_args', () => {
+    const env = { ANTHROPIC_API_KEY: API_KEY };
+    expect(createModel('anthropic/claude-sonnet-4-5', { timeout_ms: 1000 }, env).name).toBe(
+      'anthropic/claude-sonnet-4-5',
+    );
+    expect(() => createModel('anthropic/claude-sonnet-4-5', { top_k: 5 }, env)).toThrow(
+      'model_args.top_k: unknown model argument (5)',
+    );
   });
 
   it('reports every bad model argument by its path', () => {

@@ -48,6 +48,7 @@ describe('the ramp', () => {
     samples: number,
     flags: string[] = [],
     dir?: string,
+    model = 'openai-api/sim/ramp',
   ): Promise<Run> {
     dir ??= await tempDir();
     const name = uniqueName(prefix);
@@ -65,7 +66,7 @@ describe('the ramp', () => {
         '    dataset: data.jsonl',
         '    solver: [generate]',
         '    scorer: match',
-        '    model: openai-api/sim/ramp',
+        `    model: ${model}`,
         '',
       ].join('\n'),
     );
@@ -85,7 +86,13 @@ describe('the ramp', () => {
       ],
       {
         cwd: dir,
-        env: { ...process.env, SIM_BASE_URL: provider.url, SIM_API_KEY: 'sim' },
+        env: {
+          ...process.env,
+          SIM_BASE_URL: provider.url,
+          SIM_API_KEY: 'sim',
+          ANTHROPIC_BASE_URL: provider.anthropicUrl,
+          ANTHROPIC_API_KEY: 'sim',
+        },
         stdio: 'ignore',
       },
     );
@@ -353,6 +360,38 @@ describe('the ramp', () => {
         return points.reduce((n, p) => n + p.rate_limited, 0) / Math.max(1, points.length);
       };
       expect(rate(at + 2, at + 2 + 3 * TEND_SECONDS)).toBeLessThan(rate(at - 2 * TEND_SECONDS, at));
+    } finally {
+      await stop(run);
+      await provider.close();
+    }
+  });
+
+  test("Anthropic's 529 overloaded_error is pushback: after two windows of it the ramp reverses", async () => {
+    // A third of the calls answered 529, every window; the samples' retries get through.
+    const provider = await startSimProvider({ latencyMs: 1_000, jitterMs: 100, overloadRate: 0.3 });
+    const run = await launch(
+      'overloaded',
+      provider,
+      600,
+      ['--samples-ramp', '20,200'],
+      undefined,
+      'anthropic/sim-claude',
+    );
+    try {
+      const down = await until(run, (s) =>
+        s.ramp_history.some((e) => e.kind === 'setpoint' && e.to! < e.from!),
+      );
+      const reversal = down.ramp_history.find((e) => e.kind === 'setpoint' && e.to! < e.from!)!;
+      expect(reversal.reason).toBe('reversal: rate-limit pushback in 2 consecutive windows');
+      expect(reversal.to).toBe(reversal.from! - 20);
+      // The controllers cut on it too, and the ceiling came down to where they fell.
+      const clamp = down.ramp_history.find((e) => e.kind === 'connections' && e.to! < e.from!);
+      expect(clamp!.to).toBeLessThan(200);
+      // Nothing but overload pushed back: no 429, and no sample failed for it.
+      const stats = provider.stats();
+      expect(stats.by_status['529']).toBeGreaterThan(0);
+      expect(stats.by_status['429']).toBeUndefined();
+      expect(down.tasks[0].errored).toBe(0);
     } finally {
       await stop(run);
       await provider.close();

@@ -3,10 +3,11 @@
  * (readable in Temporal's UI), the log directory, the worker logs, the Temporal server's
  * database, or a sandbox's environment.
  *
- * One eval set runs through the CLI with a long random key in `SIM_API_KEY` and `OPENAI_API_KEY`,
- * against a simulated provider that accepts that key alone: a sandboxed agent task whose agent and
- * scorer dump their sandbox's environment into the records, and a plain task on `openai/<model>`
- * that continues-as-new and has one sample the provider refuses (a failure path).
+ * One eval set runs through the CLI with a long random key in `SIM_API_KEY`, `OPENAI_API_KEY` and
+ * `ANTHROPIC_API_KEY`, against a simulated provider that accepts that key alone: a sandboxed
+ * agent task whose agent and scorer dump their sandbox's environment into the records, a plain
+ * task on `openai/<model>` that continues-as-new, and a plain task on `anthropic/<model>`; each
+ * plain task has one sample the provider refuses (a failure path).
  * Then every history of every run, every file the run wrote and every sandbox seen during the run
  * is scanned for the key, as text, hex and base64. The scanner is checked first on planted keys,
  * and on a canary that passes through the same server.
@@ -22,6 +23,7 @@ import type Docker from 'dockerode';
 import { stringify } from 'yaml';
 import { BUSYBOX_IMAGE, ensureBusyboxImage } from '../src/sandbox/image';
 import { startSimProvider, type SimProvider } from '../src/sim/provider';
+import { anthropicError } from '../src/sim/messages';
 import { defaultScript, openAiError, type SimScript } from '../src/sim/script';
 import { throwawayDevConfig } from '../src/temporal/config';
 import { ensureDevServer, stopDevServer } from '../src/temporal/devserver';
@@ -41,8 +43,11 @@ import { freePort } from './setup/global-setup';
 const SECRET = `sk-steward-test-${randomUUID()}`;
 const SANDBOXED = 6;
 const PLAIN = 300;
+const ANTHROPIC = 20;
 /** The one plain sample the provider refuses with a 400, so a failure crosses every layer too. */
 const REFUSED = 'REFUSE-THIS-SAMPLE';
+/** The same on Anthropic's API, in its words. */
+const REFUSED_ANTHROPIC = 'REFUSE-THIS-ANTHROPIC-SAMPLE';
 /** Set by the sandbox's definition: the environment a sandbox should have. */
 const SANDBOX_VARIABLE = 'STEWARD_TEST_GREETING';
 
@@ -187,6 +192,8 @@ describe('an eval set run with an API key in the environment', () => {
       SIM_API_KEY: SECRET,
       OPENAI_BASE_URL: sim.url,
       OPENAI_API_KEY: SECRET,
+      ANTHROPIC_BASE_URL: sim.anthropicUrl,
+      ANTHROPIC_API_KEY: SECRET,
     };
     const watching = { done: false };
     const cli = launch(file, logDir, env);
@@ -209,9 +216,13 @@ describe('an eval set run with an API key in the environment', () => {
     expect(summary.tasks).toEqual([
       expect.objectContaining({ name: 'sandboxed', completed: SANDBOXED, errored: 0 }),
       expect.objectContaining({ name: 'plain', completed: PLAIN, errored: 1 }),
+      expect.objectContaining({ name: 'anthropic', completed: ANTHROPIC, errored: 1 }),
     ]);
     // The provider accepts this key alone: no 401 means every call carried it.
-    expect(sim.stats().by_status).toEqual({ '200': 2 * SANDBOXED + PLAIN, '400': 1 });
+    expect(sim.stats().by_status).toEqual({
+      '200': 2 * SANDBOXED + PLAIN + ANTHROPIC,
+      '400': 2,
+    });
   });
 
   test('the records hold the sandboxes’ environments, as the agent and the scorer saw them', async () => {
@@ -237,8 +248,10 @@ describe('an eval set run with an API key in the environment', () => {
     expect(
       plainRuns.filter((run) => run.status === 'CONTINUED_AS_NEW').length,
     ).toBeGreaterThanOrEqual(1);
-    expect(byType('evalTask')).toHaveLength(plainRuns.length + 1);
-    expect(byType('sampleWorkflow')).toHaveLength(SANDBOXED + PLAIN + 1);
+    const anthropicRuns = byType('evalTask').filter((run) => run.workflowId.endsWith('/anthropic'));
+    expect(anthropicRuns.length).toBeGreaterThanOrEqual(1);
+    expect(byType('evalTask')).toHaveLength(plainRuns.length + anthropicRuns.length + 1);
+    expect(byType('sampleWorkflow')).toHaveLength(SANDBOXED + PLAIN + 1 + ANTHROPIC + 1);
     expect(runs).toHaveLength(1 + byType('evalTask').length + byType('sampleWorkflow').length);
 
     const hits = await mapLimited(runs, 8, async (run) => {
@@ -277,7 +290,7 @@ describe('an eval set run with an API key in the environment', () => {
     const logFiles = await filesUnder(logDir);
     const homeFiles = await filesUnder(stewardDir);
     // What is scanned exists: every record, the worker logs, the database.
-    expect(logFiles.length).toBeGreaterThanOrEqual(SANDBOXED + PLAIN + 1);
+    expect(logFiles.length).toBeGreaterThanOrEqual(SANDBOXED + PLAIN + 1 + ANTHROPIC + 1);
     expect(homeFiles.some((f) => f.includes(`${path.sep}workers${path.sep}`))).toBe(true);
     expect(homeFiles.some((f) => f.endsWith('temporal.db'))).toBe(true);
     expect(await scanFiles([...logFiles, ...homeFiles], FORMS)).toEqual([]);
@@ -285,10 +298,17 @@ describe('an eval set run with an API key in the environment', () => {
   });
 });
 
-/** The default script, but a 400 for the sample that asks to be refused. */
+/** The default script, but a 400 for the samples that ask to be refused. */
 const refusing: SimScript = (request) => {
   const last = request.messages[request.messages.length - 1];
-  if (typeof last.content === 'string' && last.content.includes(REFUSED)) {
+  const text = typeof last.content === 'string' ? last.content : '';
+  if (text.includes(REFUSED_ANTHROPIC)) {
+    return {
+      status: 400,
+      body: anthropicError('invalid_request_error', 'This sample is refused.'),
+    };
+  }
+  if (text.includes(REFUSED)) {
     return { status: 400, body: openAiError('This sample is refused.', 'invalid_request_error') };
   }
   return defaultScript(request);
@@ -302,8 +322,13 @@ async function writeEvalSet(dir: string, name: string): Promise<string> {
     JSON.stringify({ id: `p-${i}`, input: `ANSWER: ${i}`, target: String(i) }),
   );
   plain.push(JSON.stringify({ id: 'refused', input: REFUSED, target: 'none' }));
+  const anthropic = Array.from({ length: ANTHROPIC }, (_, i) =>
+    JSON.stringify({ id: `a-${i}`, input: `ANSWER: ${i}`, target: String(i) }),
+  );
+  anthropic.push(JSON.stringify({ id: 'refused', input: REFUSED_ANTHROPIC, target: 'none' }));
   await fs.writeFile(path.join(dir, 'sandboxed.jsonl'), `${sandboxed.join('\n')}\n`);
   await fs.writeFile(path.join(dir, 'plain.jsonl'), `${plain.join('\n')}\n`);
+  await fs.writeFile(path.join(dir, 'anthropic.jsonl'), `${anthropic.join('\n')}\n`);
   // No network per sample: other tests on this daemon may use up its address pools meanwhile.
   // An environment of the definition's own, to see that it, and it alone, reaches the sandbox.
   await fs.writeFile(
@@ -338,6 +363,13 @@ async function writeEvalSet(dir: string, name: string): Promise<string> {
         dataset: 'plain.jsonl',
         model: 'openai/sim-model',
         solver: ['generate'],
+        scorer: 'match',
+      },
+      {
+        name: 'anthropic',
+        dataset: 'anthropic.jsonl',
+        model: 'anthropic/sim-claude',
+        solver: [{ system_message: 'Answer briefly.' }, 'generate'],
         scorer: 'match',
       },
     ],

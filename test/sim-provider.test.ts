@@ -573,6 +573,7 @@ describe('simProviderCommand', () => {
       rpm: 0,
       latencyMs: -1,
       errorRate: 1.5,
+      overloadRate: 2,
       seed: Number.NaN,
     });
     await expect(attempt).rejects.toThrow(ConfigError);
@@ -582,6 +583,7 @@ describe('simProviderCommand', () => {
         '--rpm: must be a positive integer (0)',
         '--latency-ms: must be a whole number of milliseconds, 0 or more (-1)',
         '--error-rate: must be a fraction from 0 to 1 (1.5)',
+        '--overload-rate: must be a fraction from 0 to 1 (2)',
         '--seed: must be an integer, not a number',
       ].join('\n'),
     );
@@ -602,6 +604,9 @@ describe('simProviderCommand', () => {
     const url = /listening on (\S+)/.exec(lines[0])?.[1] ?? '';
     expect(lines).toContain(`  export SIM_BASE_URL=${url} SIM_API_KEY=sim`);
     expect(lines.join('\n')).toContain('openai-api/sim/<any name>');
+    expect(lines).toContain(
+      `  or export ANTHROPIC_BASE_URL=${url.replace(/\/v1$/, '')} ANTHROPIC_API_KEY=sim`,
+    );
 
     const client = new OpenAI({ baseURL: url, apiKey: 'sim', maxRetries: 0 });
     await client.chat.completions.create({

@@ -180,7 +180,7 @@ program
 program
   .command('sim-provider')
   .description(
-    'serve a simulated OpenAI-compatible provider with rate limits, for tests, demos and dry runs',
+    'serve a simulated provider (OpenAI and Anthropic APIs) with rate limits, for tests, demos and dry runs',
   )
   .requiredOption('--port <n>', 'port to listen on (127.0.0.1)', (v) =>
     v === '0' ? 0 : positiveInt(v),
@@ -191,6 +191,11 @@ program
   .option('--latency-ms <n>', 'latency of each reply', nonNegativeNumber)
   .option('--jitter-ms <n>', 'extra random latency, up to this', nonNegativeNumber)
   .option('--error-rate <f>', 'share of requests answered 500', nonNegativeNumber)
+  .option(
+    '--overload-rate <f>',
+    'share of requests answered overloaded (Anthropic 529, OpenAI 503)',
+    nonNegativeNumber,
+  )
   .option('--seed <n>', 'seed for jitter and errors', nonNegativeNumber)
   .action(async (opts: SimProviderCommandOptions) => {
     const { simProviderCommand } = await import('./commands/sim-provider.js');

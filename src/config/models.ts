@@ -97,6 +97,20 @@ export const openAIArgsSchema = z.strictObject({
 });
 export type OpenAIArgs = z.infer<typeof openAIArgsSchema>;
 
+/**
+ * `model_args` an Anthropic model accepts: the same as OpenAI's. `max_tokens`, which Anthropic
+ * requires on every request, is the task's generate config, not a model argument (default
+ * {@link ANTHROPIC_DEFAULT_MAX_TOKENS}).
+ */
+export const anthropicArgsSchema = openAIArgsSchema;
+export type AnthropicArgs = z.infer<typeof anthropicArgsSchema>;
+
+/**
+ * `max_tokens` sent to Anthropic when the task's config sets none: Anthropic refuses a request
+ * without it. Inspect AI sends the same 4096 (Claude 3's most).
+ */
+export const ANTHROPIC_DEFAULT_MAX_TOKENS = 4096;
+
 /** The schema of `model_args` for the model `name`, if Steward can build that model. */
 export function modelArgsSchema(name: string): z.ZodType | undefined {
   let provider: ModelProvider;
@@ -105,8 +119,15 @@ export function modelArgsSchema(name: string): z.ZodType | undefined {
   } catch {
     return undefined;
   }
-  if (provider === 'mockllm') return mockArgsSchema;
-  return provider === 'anthropic' ? undefined : openAIArgsSchema;
+  switch (provider) {
+    case 'mockllm':
+      return mockArgsSchema;
+    case 'anthropic':
+      return anthropicArgsSchema;
+    case 'openai':
+    case 'openai-api':
+      return openAIArgsSchema;
+  }
 }
 
 function isProvider(value: string | undefined): value is ModelProvider {

@@ -178,9 +178,7 @@ function checkRules(def: ParsedDefinition, origin: IssueOrigin) {
   }
   const modelProblem = (name: string) => {
     try {
-      if (parseModelName(name).provider === 'anthropic') {
-        return 'the anthropic provider is not supported yet (supported: mockllm, openai, openai-api)';
-      }
+      parseModelName(name);
       return undefined;
     } catch (error) {
       return (error as Error).message;

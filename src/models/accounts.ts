@@ -10,6 +10,7 @@ import { estimateCost, readRateLimitHeaders } from '../core/pacing';
 import { classifyError } from '../core/retry';
 import type { ChatMessage, Model, ToolDefinition } from '../definition/types';
 import { ErrorType } from '../errors';
+import { ANTHROPIC_DEFAULT_MAX_TOKENS } from '../config/models';
 import type { ConnectionsSetting } from '../config/settings';
 import { modelCredentials, parseModelName, type ModelHooks } from '.';
 import type { AccountRef, AccountUser, SlotSource } from './account-host';
@@ -69,13 +70,16 @@ export class ProviderAccounts {
     const account = accountRef(name, this.options.env, this.options.connections);
     const slots = this.options.source.slots(account, this.options.user);
     this.used = true;
+    // Anthropic always sends a max_tokens, and counts it against output tokens on admission.
+    const defaultMaxTokens =
+      parseModelName(name).provider === 'anthropic' ? ANTHROPIC_DEFAULT_MAX_TOKENS : undefined;
     return {
       name: model.name,
       generate: (messages, options) => {
         // Estimated before sending, for the provider's tokens limit (see src/core/pacing).
         const cost = estimateCost(
           inputChars(messages, options?.tools),
-          options?.config?.max_tokens,
+          options?.config?.max_tokens ?? defaultMaxTokens,
         );
         const paced = { acquire: (signal?: AbortSignal) => slots.acquire(signal, cost) };
         let attempts = 0;

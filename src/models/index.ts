@@ -10,11 +10,13 @@ import type { z } from 'zod';
 import { ConfigError, ExitCode, StewardError } from '../errors';
 import type { Model } from '../definition/types';
 import {
+  anthropicArgsSchema,
   mockArgsSchema,
   openAIArgsSchema,
   parseModelName,
   type ParsedModelName,
 } from '../config/models';
+import { createAnthropicModel } from './anthropic';
 import { createMockModel } from './mockllm';
 import { createOpenAIModel } from './openai';
 
@@ -43,10 +45,12 @@ export interface ModelCredentials {
 }
 
 const OPENAI_BASE_URL = 'https://api.openai.com/v1';
+const ANTHROPIC_BASE_URL = 'https://api.anthropic.com';
 
 /**
  * The base URL, API key and variable names a model uses, read from `env`. Empty variables count
- * as unset. `openai/<m>` defaults its base URL to OpenAI's; mockllm needs nothing.
+ * as unset. `openai/<m>` and `anthropic/<m>` default their base URL to their provider's; mockllm
+ * needs nothing.
  */
 export function modelCredentials(name: string, env: NodeJS.ProcessEnv): ModelCredentials {
   const parsed = parseModelName(name);
@@ -63,13 +67,16 @@ export function modelCredentials(name: string, env: NodeJS.ProcessEnv): ModelCre
       return fromEnv(env, `${prefix}_API_KEY`, `${prefix}_BASE_URL`);
     }
     case 'anthropic':
-      return fromEnv(env, 'ANTHROPIC_API_KEY', 'ANTHROPIC_BASE_URL');
+      return {
+        ...fromEnv(env, 'ANTHROPIC_API_KEY', 'ANTHROPIC_BASE_URL'),
+        baseURL: readVar(env, 'ANTHROPIC_BASE_URL') ?? ANTHROPIC_BASE_URL,
+      };
   }
 }
 
 /**
- * Why `name` cannot run with `env`, or `undefined` when it can: a missing variable, an
- * unsupported provider, or a malformed name. Meant for a check before any sample starts.
+ * Why `name` cannot run with `env`, or `undefined` when it can: a missing variable or a
+ * malformed name. Meant for a check before any sample starts.
  */
 export function checkModelEnvironment(name: string, env: NodeJS.ProcessEnv): string | undefined {
   let parsed: ParsedModelName;
@@ -78,13 +85,10 @@ export function checkModelEnvironment(name: string, env: NodeJS.ProcessEnv): str
   } catch (error) {
     return (error as Error).message;
   }
-  if (parsed.provider === 'anthropic') {
-    return `model ${name}: the anthropic provider is not supported yet (supported: mockllm, openai, openai-api)`;
-  }
   const credentials = modelCredentials(name, env);
   const missing: string[] = [];
   if (credentials.keyVar && !credentials.apiKey) missing.push(credentials.keyVar);
-  // openai falls back to OpenAI's own endpoint; an OpenAI-compatible service has no default.
+  // openai and anthropic fall back to their own endpoints; a compatible service has no default.
   if (parsed.provider === 'openai-api' && credentials.baseUrlVar && !credentials.baseURL) {
     missing.push(credentials.baseUrlVar);
   }
@@ -140,8 +144,16 @@ export function createModel(
         hooks,
       );
     case 'anthropic':
-      // checkModelEnvironment has already refused it; kept for exhaustiveness.
-      throw new StewardError(`model ${name}: the anthropic provider is not supported yet`);
+      return createAnthropicModel(
+        name,
+        {
+          model: parsed.model,
+          apiKey: credentials.apiKey ?? '',
+          baseURL: credentials.baseURL ?? ANTHROPIC_BASE_URL,
+        },
+        parseModelArgs(anthropicArgsSchema, args),
+        hooks,
+      );
   }
 }
 

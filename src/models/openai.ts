@@ -16,6 +16,7 @@ import type {
 } from 'openai/resources/chat/completions';
 import type { OpenAIArgs } from '../config/models';
 import type { ModelHooks } from '.';
+import { describeBody, explainFailure, ModelResponseError, reportHeaders } from './http';
 import type {
   ChatMessage,
   GenerateConfig,
@@ -24,6 +25,8 @@ import type {
   ToolCall,
   ToolDefinition,
 } from '../definition/types';
+
+export { ModelResponseError } from './http';
 
 /** Where and how to reach the endpoint. Built from the worker's environment, never logged. */
 export interface OpenAIConnection {
@@ -38,17 +41,6 @@ export interface OpenAIConnection {
 }
 
 const DEFAULT_TIMEOUT_MS = 10 * 60 * 1000;
-
-/**
- * A 2xx answer that is not a chat completion (no choices, an HTML page from a proxy, ...).
- * Match on `name`, not `instanceof`.
- */
-export class ModelResponseError extends Error {
-  constructor(message: string) {
-    super(message);
-    this.name = 'ModelResponseError';
-  }
-}
 
 /**
  * A {@link Model} backed by an OpenAI-compatible chat completions endpoint. `name` is the
@@ -89,48 +81,6 @@ export function createOpenAIModel(
       return toModelOutput(name, completion);
     },
   };
-}
-
-function reportHeaders(hooks: ModelHooks, headers: unknown): void {
-  if (!hooks.onResponseHeaders || typeof headers !== 'object' || headers === null) return;
-  const get = (headers as { get?: unknown }).get;
-  if (typeof get !== 'function') return;
-  hooks.onResponseHeaders((name) => (headers as Headers).get(name));
-}
-
-/**
- * The SDK's errors for a request that got no usable answer say little ("Request timed out.",
- * "terminated", "Unexpected end of JSON input"). These say what the endpoint did, and keep what
- * the retry policy reads: a timeout stays a `TimeoutError`, a cut connection keeps its socket
- * error as `cause`, and a body that is not JSON is a {@link ModelResponseError} (not retried).
- * Anything else (HTTP errors, our own aborts) passes unchanged.
- */
-function explainFailure(name: string, err: unknown, timeoutMs: number): unknown {
-  // By name, not instanceof: errors from another realm (fetch's, under test runners) are not ours.
-  const { name: errorName, message } = (err ?? {}) as Partial<Error>;
-  const className = (err as object | null)?.constructor?.name;
-  if (className === 'APIConnectionTimeoutError') {
-    const timeout = new Error(
-      `model ${name}: no answer within ${timeoutMs} ms (model_args.timeout_ms sets the limit)`,
-      { cause: err },
-    );
-    timeout.name = 'TimeoutError';
-    return timeout;
-  }
-  if (errorName === 'SyntaxError') {
-    return new ModelResponseError(
-      `model ${name} answered with a body that is not valid JSON (${message})`,
-    );
-  }
-  // undici's TypeError("terminated") when the connection closes mid-body.
-  if (errorName === 'TypeError' && message === 'terminated') {
-    const reason = ((err as Error).cause as Error | undefined)?.message;
-    return new Error(
-      `model ${name}: the connection closed before the whole answer arrived${reason ? ` (${reason})` : ''}`,
-      { cause: err },
-    );
-  }
-  return err;
 }
 
 function requestBody(
@@ -222,9 +172,4 @@ function stopReason(finishReason: string | null | undefined): ModelOutput['stop_
     default:
       return 'unknown';
   }
-}
-
-function describeBody(body: unknown): string {
-  const text = typeof body === 'string' ? body : (JSON.stringify(body) ?? String(body));
-  return text.length > 200 ? `${text.slice(0, 197)}...` : text;
 }

@@ -1,6 +1,7 @@
 /**
  * The simulated provider's rate limits: requests per minute, tokens per minute and concurrent
- * requests, with the `x-ratelimit-*` headers OpenAI sends.
+ * requests, with the headers that describe them: OpenAI's `x-ratelimit-*` and Anthropic's
+ * `anthropic-ratelimit-*`, two spellings of one {@link LimitSnapshot}.
  *
  * Pure: time comes from the injected `now()`; nothing here does I/O.
  *
@@ -28,11 +29,24 @@ export type LimitKind = 'requests' | 'tokens' | 'concurrency';
 /** `x-ratelimit-*` header values, by lower-case header name. */
 export type RateLimitHeaders = Record<string, string>;
 
+/** One per-minute limit at a moment: what it allows, what is left, when it is whole again. */
+export interface LimitState {
+  limit: number;
+  remaining: number;
+  /** Milliseconds until the limit is whole again. */
+  resetMs: number;
+}
+
+/** The per-minute limits an account has (none when unlimited). */
+export type LimitSnapshot = Partial<Record<'requests' | 'tokens', LimitState>>;
+
 export type Admission =
   | {
       admitted: true;
-      /** Header values right after admission. */
+      /** OpenAI's header values right after admission. */
       headers: RateLimitHeaders;
+      /** The limits right after admission. */
+      snapshot: LimitSnapshot;
       /** Frees the concurrency slot. Call once the response is sent; later calls do nothing. */
       release(): void;
     }
@@ -48,6 +62,7 @@ export type Admission =
       /** The request alone is over the per-minute limit: waiting cannot help. */
       tooLarge: boolean;
       headers: RateLimitHeaders;
+      snapshot: LimitSnapshot;
     };
 
 export interface RateLimiter {
@@ -61,8 +76,10 @@ export interface RateLimiter {
    * may go into debt, which later requests then wait out, as with real providers.
    */
   charge(tokens: number): void;
-  /** Current header values, for a response being sent now. */
+  /** Current OpenAI header values, for a response being sent now. */
   headers(): RateLimitHeaders;
+  /** The limits now, for a response being sent now. */
+  snapshot(): LimitSnapshot;
   /** Requests admitted and not yet released. */
   readonly inFlight: number;
 }
@@ -87,8 +104,11 @@ export function createRateLimiter(limits: RateLimits, now: () => number): RateLi
     limits.concurrency === undefined ? undefined : check('concurrency', limits.concurrency);
   let inFlight = 0;
 
-  function headers(at: number): RateLimitHeaders {
-    return { ...requests?.headers('requests', at), ...tokens?.headers('tokens', at) };
+  function snapshot(at: number): LimitSnapshot {
+    return {
+      ...(requests ? { requests: requests.state(at) } : {}),
+      ...(tokens ? { tokens: tokens.state(at) } : {}),
+    };
   }
 
   function refusals(cost: number, at: number): Extract<Admission, { admitted: false }>[] {
@@ -105,7 +125,8 @@ export function createRateLimiter(limits: RateLimits, now: () => number): RateLi
         retryAfterMs,
         retryAfterSeconds,
         tooLarge,
-        headers: headers(at),
+        headers: openAiHeaders(snapshot(at)),
+        snapshot: snapshot(at),
       });
     };
     if (requests && requests.waitMs(1, at) > epsilonMs) {
@@ -143,9 +164,11 @@ export function createRateLimiter(limits: RateLimits, now: () => number): RateLi
       tokens?.take(cost, at);
       inFlight += 1;
       let released = false;
+      const limitsNow = snapshot(at);
       return {
         admitted: true,
-        headers: headers(at),
+        headers: openAiHeaders(limitsNow),
+        snapshot: limitsNow,
         release() {
           if (!released) {
             released = true;
@@ -158,7 +181,10 @@ export function createRateLimiter(limits: RateLimits, now: () => number): RateLi
       tokens?.take(cost, now());
     },
     headers() {
-      return headers(now());
+      return openAiHeaders(snapshot(now()));
+    },
+    snapshot() {
+      return snapshot(now());
     },
     get inFlight() {
       return inFlight;
@@ -205,13 +231,43 @@ class MinuteBucket {
     return `Rate limit reached for ${what}: Limit ${this.limit}, Used ${used}, Requested ${cost}.`;
   }
 
-  headers(kind: 'requests' | 'tokens', at: number): RateLimitHeaders {
-    return {
-      [`x-ratelimit-limit-${kind}`]: String(this.limit),
-      [`x-ratelimit-remaining-${kind}`]: String(this.remaining(at)),
-      [`x-ratelimit-reset-${kind}`]: formatResetDuration(this.resetMs(at)),
-    };
+  state(at: number): LimitState {
+    return { limit: this.limit, remaining: this.remaining(at), resetMs: this.resetMs(at) };
   }
+}
+
+/** OpenAI's spelling: `x-ratelimit-{limit,remaining,reset}-{requests,tokens}`, Go durations. */
+export function openAiHeaders(snapshot: LimitSnapshot): RateLimitHeaders {
+  const headers: RateLimitHeaders = {};
+  for (const kind of ['requests', 'tokens'] as const) {
+    const state = snapshot[kind];
+    if (!state) continue;
+    headers[`x-ratelimit-limit-${kind}`] = String(state.limit);
+    headers[`x-ratelimit-remaining-${kind}`] = String(state.remaining);
+    headers[`x-ratelimit-reset-${kind}`] = formatResetDuration(state.resetMs);
+  }
+  return headers;
+}
+
+/**
+ * Anthropic's spelling: `anthropic-ratelimit-{requests,tokens}-{limit,remaining,reset}`, the
+ * reset an RFC 3339 time (whole seconds, as Anthropic sends it, rounded up so that a client
+ * never comes back early). The one tokens-per-minute limit is `tokens`, which Anthropic uses for
+ * the most restrictive of its token limits.
+ */
+export function anthropicHeaders(snapshot: LimitSnapshot, now: number): RateLimitHeaders {
+  const headers: RateLimitHeaders = {};
+  for (const kind of ['requests', 'tokens'] as const) {
+    const state = snapshot[kind];
+    if (!state) continue;
+    const resetAt = Math.ceil((now + state.resetMs) / 1000) * 1000;
+    headers[`anthropic-ratelimit-${kind}-limit`] = String(state.limit);
+    headers[`anthropic-ratelimit-${kind}-remaining`] = String(state.remaining);
+    headers[`anthropic-ratelimit-${kind}-reset`] = new Date(resetAt)
+      .toISOString()
+      .replace('.000Z', 'Z');
+  }
+  return headers;
 }
 
 function check(name: string, value: number): number {

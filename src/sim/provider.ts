@@ -1,33 +1,36 @@
 /**
- * A simulated OpenAI-compatible model provider over real HTTP, for tests, demos, benchmarks
- * and dry runs that size a fleet without spending tokens.
+ * A simulated model provider over real HTTP, for tests, demos, benchmarks and dry runs that size
+ * a fleet without spending tokens.
  *
- * It speaks the wire protocol the `openai` client speaks: `POST /v1/chat/completions`
- * (non-streaming, with tool calls), `GET /v1/models`, OpenAI-shaped error bodies, `429` with
- * `retry-after`, `retry-after-ms` and `x-ratelimit-*` headers when over a limit (see
- * `limits.ts`), and `usage` in every completion. What it answers is decided by a script (see
- * `script.ts`). `GET /stats` returns {@link SimStats} as JSON.
+ * It speaks two wire protocols over one account (see `apis.ts`), non-streaming, with tool
+ * calls and `usage` in every answer:
+ * - OpenAI's, as the `openai` client speaks it: `POST /v1/chat/completions`, `GET /v1/models`,
+ *   OpenAI-shaped error bodies, `429` with `retry-after`, `retry-after-ms` and `x-ratelimit-*`;
+ * - Anthropic's, as `@anthropic-ai/sdk` speaks it: `POST /v1/messages` (with the key in
+ *   `x-api-key` or as a Bearer token, and `anthropic-version`), `{ type: 'error', error: { type, message } }` bodies, `429`
+ *   `rate_limit_error` with `retry-after`, `529` `overloaded_error`, and
+ *   `anthropic-ratelimit-*` headers (base URL: the server's root, without `/v1`).
+ *
+ * Both share the limits (`limits.ts`), the script that decides the answers (`script.ts`) and the
+ * stats. `GET /stats` returns {@link SimStats} as JSON.
  *
  * A request goes through, in order: auth (401), body validation (400), rate limits (429),
- * then, holding a concurrency slot, the simulated latency, then a seeded error roll (500) or
- * the script's reply.
+ * then, holding a concurrency slot, the simulated latency, then seeded error and overload rolls
+ * (500; 529 on Anthropic's API, 503 on OpenAI's) or the script's reply.
  */
 import { setMaxListeners } from 'node:events';
 import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { createRateLimiter, type RateLimitHeaders } from './limits';
+import { anthropicApi, openAiApi, type Api } from './apis';
+import { createRateLimiter, type LimitSnapshot, type RateLimitHeaders } from './limits';
 import { mulberry32 } from '../util/random';
 import {
   completionBody,
   defaultScript,
   isFailure,
-  openAiError,
-  parseRequest,
   promptTokens,
-  serverError,
   type CompletionBody,
-  type OpenAiErrorBody,
   type SimFailure,
   type SimRequest,
   type SimScript,
@@ -48,6 +51,11 @@ export interface SimProviderOptions {
   jitterMs?: number;
   /** Fraction of admitted requests answered 500, drawn from the seed. @default 0 */
   errorRate?: number;
+  /**
+   * Fraction of admitted requests answered "overloaded", drawn from the seed: Anthropic's 529
+   * `overloaded_error` (pushback, like a 429), OpenAI's 503 (transient). @default 0
+   */
+  overloadRate?: number;
   /** Seed of the error and jitter draws; the same seed gives the same draws in arrival order. @default 1 */
   seed?: number;
   /** When set, the only accepted API key; otherwise any non-empty key is accepted. */
@@ -55,8 +63,9 @@ export interface SimProviderOptions {
   /** Decides the replies. @default {@link defaultScript} */
   script?: SimScript;
   /**
-   * Send OpenAI's `x-ratelimit-*` headers with every answer, as OpenAI does. False simulates the
-   * many compatible servers that send none (a 429's `retry-after` is still sent). @default true
+   * Send the rate-limit headers (`x-ratelimit-*`, `anthropic-ratelimit-*`) with every answer, as
+   * both providers do. False simulates the many compatible servers that send none (a 429's
+   * `retry-after` is still sent). @default true
    */
   rateLimitHeaders?: boolean;
   /** Seconds of {@link SimStats.series} kept. @default 3600 */
@@ -69,13 +78,13 @@ export interface SimStatsPoint {
   t: number;
   /** Highest number of requests in progress during that second. */
   in_flight: number;
-  /** Chat completion requests received during that second. */
+  /** Model calls received during that second. */
   requests: number;
   /** Of those, answered 429. */
   rate_limited: number;
 }
 
-/** What the provider has seen, for `GET /stats`. Counts cover chat completion requests only. */
+/** What the provider has seen, for `GET /stats`. Counts cover model calls (both APIs) only. */
 export interface SimStats {
   /** Requests received (answered or still in progress). */
   requests: number;
@@ -96,6 +105,8 @@ export interface SimStats {
 export interface SimProvider {
   /** Base URL for an OpenAI client, e.g. `http://127.0.0.1:4000/v1`. */
   url: string;
+  /** Base URL for an Anthropic client, e.g. `http://127.0.0.1:4000`. */
+  anthropicUrl: string;
   port: number;
   stats(): SimStats;
   /** Zeroes the counters and the series; rate-limit buckets and in-flight requests carry on. */
@@ -115,6 +126,7 @@ export async function startSimProvider(options: SimProviderOptions = {}): Promis
   // Separate streams, so how many errors a seed gives does not depend on the jitter setting.
   const errorDraw = mulberry32(seed);
   const jitterDraw = mulberry32(seed ^ 0x5bd1e995);
+  const overloadDraw = mulberry32(seed ^ 0x27d4eb2f);
   const script = options.script ?? defaultScript;
   const recorder = new StatsRecorder(now, options.seriesSeconds ?? 3600);
   const closing = new AbortController();
@@ -122,95 +134,93 @@ export async function startSimProvider(options: SimProviderOptions = {}): Promis
   setMaxListeners(0, closing.signal);
   let nextId = 0;
 
-  async function chat(req: IncomingMessage, res: ServerResponse): Promise<void> {
+  /**
+   * One request of either API: the same admission, limits, latency, draws, script and stats;
+   * only the wire (auth, bodies, header spellings) is the API's.
+   */
+  async function serve(api: Api, req: IncomingMessage, res: ServerResponse): Promise<void> {
     recorder.received();
     const reply = (status: number, body: unknown, headers: RateLimitHeaders = {}) => {
       recorder.answered(status);
-      const sent =
-        options.rateLimitHeaders === false
-          ? Object.fromEntries(
-              Object.entries(headers).filter(([name]) => !name.startsWith('x-ratelimit-')),
-            )
-          : headers;
-      send(res, status, body, sent);
+      send(res, status, body, { ...api.extraHeaders(), ...headers });
     };
-    const keyProblem = checkKey(req, options.apiKey);
-    if (keyProblem) return reply(401, keyProblem);
-    const parsed = parseRequest(await readBody(req));
-    if ('error' in parsed) return reply(400, parsed);
+    const limitHeaders = (snapshot: LimitSnapshot): RateLimitHeaders =>
+      options.rateLimitHeaders === false ? {} : api.limitHeaders(snapshot, now());
+    const refused = api.refuse(req, options.apiKey);
+    if (refused) return reply(refused.status, refused.body);
+    const parsed = api.parse(await readBody(req));
+    if (!('request' in parsed)) return reply(400, parsed);
 
     const request = parsed.request;
     const prompt = promptTokens(request);
     const admission = limiter.admit(prompt);
     if (!admission.admitted) {
-      return reply(
-        429,
-        openAiError(
-          admission.message,
-          admission.kind === 'tokens' ? 'tokens' : 'requests',
-          'rate_limit_exceeded',
-        ),
-        {
-          ...admission.headers,
-          'retry-after': String(admission.retryAfterSeconds),
-          'retry-after-ms': String(admission.retryAfterMs),
-        },
-      );
+      return reply(429, api.rateLimited(admission), {
+        ...limitHeaders(admission.snapshot),
+        ...api.retryAfter(admission),
+      });
     }
 
     recorder.started();
     try {
-      const answered = await answer(request, prompt);
+      const answered = await answer(api, request, prompt);
       if (!('completion' in answered)) return reply(answered.status, answered.body);
-      const { usage } = answered.completion;
-      limiter.charge(usage.completion_tokens);
-      recorder.tokens(usage.prompt_tokens, usage.completion_tokens);
-      reply(200, answered.completion, limiter.headers());
+      const { completion, serial } = answered;
+      limiter.charge(completion.usage.completion_tokens);
+      recorder.tokens(completion.usage.prompt_tokens, completion.usage.completion_tokens);
+      reply(200, api.body(completion, serial), limitHeaders(limiter.snapshot()));
     } finally {
       admission.release();
       recorder.finished();
     }
   }
 
-  /** What an admitted request gets, after its latency: a seeded 500, or the script's reply. */
+  /**
+   * What an admitted request gets, after its latency: a seeded 500 or overload, or the script's
+   * reply.
+   */
   async function answer(
+    api: Api,
     request: SimRequest,
     prompt: number,
-  ): Promise<{ completion: CompletionBody } | SimFailure> {
-    // Both draws happen for every admitted request, so a seed gives the same sequence whatever
+  ): Promise<{ completion: CompletionBody; serial: number } | SimFailure> {
+    // Every draw happens for every admitted request, so a seed gives the same sequence whatever
     // the script does.
     const fails = errorDraw() < (options.errorRate ?? 0);
     const jitterMs = Math.floor(jitterDraw() * ((options.jitterMs ?? 0) + 1));
+    const overloaded = overloadDraw() < (options.overloadRate ?? 0);
     const delayMs = (options.latencyMs ?? 0) + jitterMs;
     const [reply] = await Promise.all([
-      fails ? undefined : script(request),
+      fails || overloaded ? undefined : script(request),
       delayMs > 0 ? sleep(delayMs, undefined, { signal: closing.signal }) : undefined,
     ]);
-    if (!reply) return { status: 500, body: serverError };
+    if (fails) return api.serverError;
+    if (overloaded) return api.overloaded;
+    if (!reply) return api.serverError;
     if (isFailure(reply)) return reply;
     const created = Math.floor(now() / 1000);
+    const serial = ++nextId;
     return {
-      completion: completionBody(request, reply, {
-        serial: ++nextId,
-        created,
-        promptTokens: prompt,
-      }),
+      completion: completionBody(request, reply, { serial, created, promptTokens: prompt }),
+      serial,
     };
   }
 
   async function route(req: IncomingMessage, res: ServerResponse): Promise<void> {
-    const path = (req.url ?? '/').split('?')[0];
-    if (req.method === 'POST' && path === '/v1/chat/completions') return chat(req, res);
+    const path = pathOf(req);
+    if (req.method === 'POST' && path === '/v1/chat/completions') return serve(openAiApi, req, res);
+    if (req.method === 'POST' && path === '/v1/messages') return serve(anthropicApi, req, res);
     if (req.method === 'GET' && path === '/v1/models') {
-      const keyProblem = checkKey(req, options.apiKey);
-      if (keyProblem) return send(res, 401, keyProblem);
+      const refused = openAiApi.refuse(req, options.apiKey);
+      if (refused) return send(res, refused.status, refused.body);
       return send(res, 200, {
         object: 'list',
         data: [{ id: 'sim', object: 'model', created: 0, owned_by: 'steward-sim' }],
       });
     }
     if (req.method === 'GET' && path === '/stats') return send(res, 200, recorder.snapshot());
-    send(res, 404, openAiError(`Invalid URL (${req.method} ${path})`, 'invalid_request_error'));
+    const api = path.startsWith('/v1/messages') ? anthropicApi : openAiApi;
+    send(res, 404, api.notFound(`${req.method} ${path}`));
   }
 
   const server = createServer((req, res) => {
@@ -219,7 +229,8 @@ export async function startSimProvider(options: SimProviderOptions = {}): Promis
       if (closing.signal.aborted || res.destroyed || res.headersSent) return res.destroy();
       // A throwing custom script is the likeliest cause; answer rather than hang the client.
       recorder.answered(500);
-      send(res, 500, openAiError(`Simulated provider failed: ${String(error)}`, 'server_error'));
+      const api = pathOf(req) === '/v1/messages' ? anthropicApi : openAiApi;
+      send(res, 500, api.internalError(`Simulated provider failed: ${String(error)}`));
     });
   });
   await listen(server, options.port ?? 0);
@@ -227,6 +238,7 @@ export async function startSimProvider(options: SimProviderOptions = {}): Promis
 
   return {
     url: `http://127.0.0.1:${port}/v1`,
+    anthropicUrl: `http://127.0.0.1:${port}`,
     port,
     stats: () => recorder.snapshot(),
     resetStats: () => recorder.reset(),
@@ -250,19 +262,8 @@ function listen(server: ReturnType<typeof createServer>, port: number): Promise<
   });
 }
 
-function checkKey(req: IncomingMessage, expected: string | undefined): OpenAiErrorBody | undefined {
-  const key = /^Bearer\s+(.+)$/i.exec(req.headers.authorization ?? '')?.[1]?.trim();
-  if (!key) {
-    return openAiError(
-      "You didn't provide an API key. You need to provide your API key in an Authorization header using Bearer auth (i.e. Authorization: Bearer YOUR_KEY).",
-      'invalid_request_error',
-    );
-  }
-  if (expected !== undefined && key !== expected) {
-    // Unlike OpenAI, do not echo any of the key: it may end up in logs.
-    return openAiError('Incorrect API key provided.', 'invalid_request_error', 'invalid_api_key');
-  }
-  return undefined;
+function pathOf(req: IncomingMessage): string {
+  return (req.url ?? '/').split('?')[0];
 }
 
 async function readBody(req: IncomingMessage): Promise<string> {

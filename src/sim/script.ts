@@ -105,7 +105,11 @@ export interface SimFailure {
 
 export type SimReply = SimAnswer | SimFailure;
 
-/** Decides the reply to a request. Called only for admitted requests. */
+/**
+ * Decides the reply to a request. Called only for admitted requests, of either API: an
+ * Anthropic Messages request arrives in the chat completions shape (see `messages.ts`), so one
+ * script answers both. A `SimFailure`'s body is sent as is.
+ */
 export type SimScript = (request: SimRequest) => SimReply | Promise<SimReply>;
 
 export function isFailure(reply: SimReply): reply is SimFailure {

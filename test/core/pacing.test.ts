@@ -57,6 +57,32 @@ describe('readRateLimitHeaders: OpenAI and Anthropic into one shape', () => {
         output_tokens: { limit: 8_000, remaining: 8_000, resetAt: NOW },
       },
     ],
+    [
+      'Anthropic tokens (the most restrictive token limit), a reset with an offset, one in the past',
+      {
+        'anthropic-ratelimit-tokens-limit': '48000',
+        'anthropic-ratelimit-tokens-remaining': '47000',
+        'anthropic-ratelimit-tokens-reset': '2026-12-01T13:00:05+01:00',
+        'anthropic-ratelimit-requests-limit': '50',
+        'anthropic-ratelimit-requests-remaining': '50',
+        'anthropic-ratelimit-requests-reset': '2026-12-01T11:59:59Z',
+      },
+      {
+        tokens: { limit: 48_000, remaining: 47_000, resetAt: NOW + 5_000 },
+        requests: { limit: 50, remaining: 50, resetAt: NOW },
+      },
+    ],
+    [
+      'an Anthropic reset that is not a time (a Go duration, say) is not read',
+      {
+        'anthropic-ratelimit-requests-limit': '50',
+        'anthropic-ratelimit-requests-remaining': '10',
+        'anthropic-ratelimit-requests-reset': '1s',
+        'anthropic-ratelimit-output-tokens-limit': '8000',
+        'anthropic-ratelimit-output-tokens-remaining': '8000',
+      },
+      {},
+    ],
     ['no headers', {}, {}],
     [
       'a limit missing its reset, or malformed, is not read',
@@ -75,6 +101,20 @@ describe('readRateLimitHeaders: OpenAI and Anthropic into one shape', () => {
 });
 
 describe('Pacer: spaces an account’s calls over the time to reset once a limit runs low', () => {
+  test('Anthropic output tokens low: calls are spaced by the max_tokens each may use', () => {
+    const p = new Pacer({ now: () => NOW });
+    // 8,000 output tokens a minute, 400 left, whole again in 57 s: 8,000 / 60 s refill.
+    const read = {
+      'anthropic-ratelimit-output-tokens-limit': '8000',
+      'anthropic-ratelimit-output-tokens-remaining': '400',
+      'anthropic-ratelimit-output-tokens-reset': '2026-12-01T12:00:57Z',
+    };
+    p.observe(readRateLimitHeaders(headers(read), NOW));
+    const cost = estimateCost(400, 4_096);
+    expect(p.reserve(cost)).toBeCloseTo((4_096 - 400) / (7_600 / 57_000), -1);
+    expect(p.state()).toMatchObject({ pacing: true, binding: 'output_tokens' });
+  });
+
   function pacer(reading: RateLimitReading) {
     let time = NOW;
     const p = new Pacer({ now: () => time });

@@ -2,7 +2,8 @@
  * An OpenAI-compatible endpoint that misbehaves on purpose, over real HTTP, so tests see what the
  * real `openai` client and Steward's retry policy make of it. The requested model name picks the
  * fault: point `openai-api/faulty/<fault>` at it with `FAULTY_BASE_URL` and `FAULTY_API_KEY`
- * (see {@link FaultyProvider.env}). One server serves every fault at once.
+ * (see {@link FaultyProvider.env}). One server serves every fault at once, on OpenAI's
+ * `/v1/chat/completions` and Anthropic's `/v1/messages` alike (as `anthropic/<fault>`).
  */
 import { createServer, type ServerResponse } from 'node:http';
 import type { AddressInfo, Socket } from 'node:net';
@@ -27,6 +28,8 @@ export interface FaultyProvider {
   close(): Promise<void>;
 }
 
+const ROUTES = ['/v1/chat/completions', '/v1/messages'];
+
 const HTML_PAGE =
   '<html><head><title>Sign in</title></head><body>Sign in to continue</body></html>';
 
@@ -38,7 +41,7 @@ export async function startFaultyProvider(): Promise<FaultyProvider> {
     req.setEncoding('utf8');
     req.on('data', (chunk: string) => (text += chunk));
     req.on('end', () => {
-      if (req.method !== 'POST' || req.url !== '/v1/chat/completions') {
+      if (req.method !== 'POST' || !ROUTES.includes(req.url ?? '')) {
         return send(res, 404, { error: { message: `no route ${req.method} ${req.url}` } });
       }
       const model = modelOf(text);

@@ -1,6 +1,6 @@
 /**
- * `steward sim-provider`: runs the simulated OpenAI-compatible provider in the foreground until
- * SIGINT or SIGTERM, then prints what it served.
+ * `steward sim-provider`: runs the simulated provider (OpenAI's and Anthropic's APIs) in the
+ * foreground until SIGINT or SIGTERM, then prints what it served.
  */
 import { ConfigError, ExitCode, StewardError, type ConfigIssue } from '../../errors';
 import { startSimProvider, type SimProvider, type SimStats } from '../../sim/provider';
@@ -14,6 +14,7 @@ export interface SimProviderCommandOptions {
   latencyMs?: number;
   jitterMs?: number;
   errorRate?: number;
+  overloadRate?: number;
   seed?: number;
 }
 
@@ -72,6 +73,7 @@ function validate(opts: SimProviderCommandOptions): void {
     ['--latency-ms', opts.latencyMs, milliseconds, duration],
     ['--jitter-ms', opts.jitterMs, milliseconds, duration],
     ['--error-rate', opts.errorRate, fraction, 'must be a fraction from 0 to 1'],
+    ['--overload-rate', opts.overloadRate, fraction, 'must be a fraction from 0 to 1'],
     ['--seed', opts.seed, Number.isInteger, 'must be an integer'],
   ];
   const issues: ConfigIssue[] = rules
@@ -90,11 +92,13 @@ function banner(provider: SimProvider, opts: SimProviderCommandOptions): string[
   return [
     `Simulated provider listening on ${provider.url}`,
     `  limits: rpm ${limit(opts.rpm)}, tpm ${limit(opts.tpm)}, concurrency ${limit(opts.concurrency)}`,
-    `  latency ${opts.latencyMs ?? 0} ms + jitter up to ${opts.jitterMs ?? 0} ms, error rate ${opts.errorRate ?? 0}, seed ${opts.seed ?? 1}`,
+    `  latency ${opts.latencyMs ?? 0} ms + jitter up to ${opts.jitterMs ?? 0} ms, error rate ${opts.errorRate ?? 0}, overload rate ${opts.overloadRate ?? 0}, seed ${opts.seed ?? 1}`,
     '',
     'Point Steward at it:',
     `  export SIM_BASE_URL=${provider.url} SIM_API_KEY=sim`,
     '  and use the model openai-api/sim/<any name>',
+    `  or export ANTHROPIC_BASE_URL=${provider.anthropicUrl} ANTHROPIC_API_KEY=sim`,
+    '  and use the model anthropic/<any name>',
     '',
     `Live stats: http://127.0.0.1:${provider.port}/stats`,
     'Press Ctrl-C to stop.',
