@@ -265,15 +265,7 @@ describe('findTemporalBinary', () => {
     expect(await readdir(path.join(root, '.tools', 'bin'))).toEqual([]);
   });
 
-  it('says what to install when Go is missing', async () => {
-    const dir = await freshDir('binary');
-    const error = await findTemporalBinary({ env: { PATH: dir }, root: dir }).catch(
-      (e: unknown) => e,
-    );
-    expect(error).toBeInstanceOf(StewardError);
-    expect((error as StewardError).exitCode).toBe(ExitCode.environment);
-    expect((error as Error).message).toMatch(/Go is not on PATH.*TEMPORAL_ADDRESS/s);
-  });
+  // Without Go it is downloaded: test/temporal-binary-download.test.ts, against a local server.
 });
 
 describe('ensureDevServer, against the real Temporal CLI', () => {

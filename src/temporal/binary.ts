@@ -1,9 +1,11 @@
 /**
- * Finds the `temporal` CLI, building it with Go the first time if it is nowhere to be found.
+ * Finds the `temporal` CLI, building it with Go, or else downloading the official release, the
+ * first time it is nowhere to be found.
  *
  * No npm package ships the dev server, and `@temporalio/testing` downloads it at run time, which
- * fails offline. Building from the Go module proxy needs only Go, and the result is cached under
- * the package's `.tools/bin`.
+ * fails offline. Where Go is installed the CLI is built from the Go module proxy (reachable where
+ * only package registries are, as in CI); elsewhere the release archive is downloaded and checked
+ * (./release.ts). Either result is cached under the package's `.tools/bin`.
  */
 import { spawn } from 'node:child_process';
 import { constants } from 'node:fs';
@@ -11,6 +13,14 @@ import { access, mkdir, mkdtemp, readFile, rename, rm, stat, writeFile } from 'n
 import path from 'node:path';
 import { ExitCode, StewardError } from '../errors';
 import { packageRoot } from './config';
+import {
+  defaultReleaseBaseUrl,
+  downloadRelease,
+  releaseArchive,
+  releaseArchiveName,
+  releaseBaseUrlEnv,
+  temporalReleaseVersion,
+} from './release';
 
 /** The CLI release Steward builds: the newest whose go.mod has no `replace`, so Go can build it from the module proxy. */
 export const temporalCliVersion = 'v1.5.1';
@@ -26,45 +36,59 @@ export const sqliteDriver = 'modernc.org/sqlite@v1.44.3';
 export const buildRecipe = `${temporalCliPackage}@${temporalCliVersion} with ${sqliteDriver}`;
 
 export interface FindTemporalBinaryOptions {
-  /** Told about the one-time build, which takes minutes. */
+  /** Told about the one-time build or download, in one line. */
   onProgress?: (message: string) => void;
-  /** Where `PATH` comes from. @default process.env */
+  /** Where `PATH` and {@link releaseBaseUrlEnv} come from. @default process.env */
   env?: NodeJS.ProcessEnv;
-  /** Holds `.tools/bin`, where a built CLI is kept. @default the Steward package root */
+  /** Holds `.tools/bin`, where a built or downloaded CLI is kept. @default the Steward package root */
   root?: string;
+  /** Which release a download fetches. @default process.platform */
+  platform?: NodeJS.Platform;
+  /** @default process.arch */
+  arch?: string;
 }
 
 /**
- * The `temporal` executable: the one on `PATH`, else `<root>/.tools/bin/temporal` if it was built
- * from {@link buildRecipe}, else one built there now with Go.
+ * The `temporal` executable: the one on `PATH`, else `<root>/.tools/bin/temporal` if its recipe
+ * is {@link buildRecipe} or this platform's release archive, else one built there now with Go if
+ * Go is on `PATH`, else one downloaded there now from the official release.
  *
- * @throws StewardError (environment) when it has to be built and Go is missing or the build fails
+ * A failed Go build is not followed by a download: a machine with Go may have no route to the
+ * release (CI reaches only package registries), and the build's error is the one to fix.
+ *
+ * @throws StewardError (environment) when the build or the download fails
  */
 export async function findTemporalBinary(options: FindTemporalBinaryOptions = {}): Promise<string> {
   const env = options.env ?? process.env;
+  const platform = options.platform ?? process.platform;
+  const arch = options.arch ?? process.arch;
   const onPath = await findOnPath('temporal', env);
   if (onPath !== undefined) return onPath;
 
   const binDir = path.join(options.root ?? packageRoot, '.tools', 'bin');
   const cached = path.join(binDir, 'temporal');
   const stamp = path.join(binDir, 'temporal.recipe');
-  const builtFrom = await readFile(stamp, 'utf8').catch(() => undefined);
-  if ((await isExecutable(cached)) && builtFrom?.trim() === buildRecipe) return cached;
+  // The first line says what the binary is; a download's recipe goes on with where it came from.
+  const madeFrom = (await readFile(stamp, 'utf8').catch(() => '')).split('\n')[0].trim();
+  const usable = [buildRecipe, releaseArchiveName(platform, arch)];
+  if ((await isExecutable(cached)) && usable.includes(madeFrom)) return cached;
 
   const go = await findOnPath('go', env);
-  if (go === undefined) {
-    throw new StewardError(
-      'The Temporal CLI is not installed and Go is not on PATH to build it. Install Go ' +
-        `(https://go.dev/dl/), or the Temporal CLI (https://docs.temporal.io/cli), or set ` +
-        'TEMPORAL_ADDRESS to use a Temporal server you already run.',
-      ExitCode.environment,
+  if (go !== undefined) {
+    options.onProgress?.(
+      `Building the Temporal CLI ${temporalCliVersion} with Go (one time, a few minutes)...`,
     );
+    await buildInto(go, binDir, env);
+    await writeFile(stamp, `${buildRecipe}\n`);
+    return cached;
   }
+
+  const archive = releaseArchive(platform, arch, env[releaseBaseUrlEnv] || defaultReleaseBaseUrl);
   options.onProgress?.(
-    `Building the Temporal CLI ${temporalCliVersion} with Go (one time, a few minutes)...`,
+    `Go is not on PATH, so downloading the Temporal CLI ${temporalReleaseVersion} from ` +
+      `${archive.url} into ${cached} (one time)...`,
   );
-  await buildInto(go, binDir, env);
-  await writeFile(stamp, `${buildRecipe}\n`);
+  await downloadRelease(archive, binDir);
   return cached;
 }
 
