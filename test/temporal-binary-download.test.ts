@@ -59,22 +59,29 @@ function sha256(data: Buffer | string): string {
   return createHash('sha256').update(data).digest('hex');
 }
 
+/** A file's body, or a handler that answers for it. */
+type Asset = Buffer | string | ((res: http.ServerResponse) => void);
+
 /** Serves `files` by path and records every request path. */
 interface ReleaseServer {
   url: string;
-  files: Map<string, Buffer | string>;
+  files: Map<string, Asset>;
   requests: string[];
   close(): Promise<void>;
 }
 
 async function releaseServer(): Promise<ReleaseServer> {
-  const files = new Map<string, Buffer | string>();
+  const files = new Map<string, Asset>();
   const requests: string[] = [];
   const server = http.createServer((req, res) => {
     requests.push(req.url ?? '');
     const body = files.get(req.url ?? '');
     if (body === undefined) {
       res.writeHead(404, 'Not Found').end('no such asset');
+      return;
+    }
+    if (typeof body === 'function') {
+      body(res);
       return;
     }
     res.writeHead(200, { 'content-length': Buffer.byteLength(body) }).end(body);
@@ -226,6 +233,23 @@ describe('downloading the Temporal CLI release', () => {
     expect(await readdir(path.join(root, '.tools', 'bin'))).toEqual([]);
   });
 
+  it('says so when the archive breaks off mid-download, leaving nothing behind', async () => {
+    const { root, env } = await machine();
+    publish();
+    server.files.set(`${folder}/${archiveName}`, (res) => {
+      res.writeHead(200, { 'content-length': archive.length });
+      res.write(archive.subarray(0, 100), () => res.destroy());
+    });
+
+    const error = await failure(findTemporalBinary({ env, root, ...platform }));
+
+    expect(error.message).toContain(
+      `Downloading the Temporal CLI failed: ${server.url}/v${version}/${archiveName} broke off ` +
+        'mid-download (',
+    );
+    expect(await readdir(path.join(root, '.tools', 'bin'))).toEqual([]);
+  });
+
   it('refuses an archive the checksums file does not list', async () => {
     const { root, env } = await machine();
     publish();
@@ -263,7 +287,7 @@ describe('downloading the Temporal CLI release', () => {
       findTemporalBinary({ env, root, platform: 'freebsd', arch: 'x64' }),
     );
     expect(error.message).toMatch(
-      /^The Temporal CLI has no release Steward can download for freebsd\/x64 .*neither it nor Go is on PATH\. Install Go/,
+      /^Neither the Temporal CLI nor Go is on PATH, and Steward downloads .* only for linux and darwin on x64 and arm64, not for freebsd\/x64\. Install Go/,
     );
     expect(server.requests).toEqual([]);
   });

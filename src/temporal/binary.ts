@@ -56,7 +56,8 @@ export interface FindTemporalBinaryOptions {
  * A failed Go build is not followed by a download: a machine with Go may have no route to the
  * release (CI reaches only package registries), and the build's error is the one to fix.
  *
- * @throws StewardError (environment) when the build or the download fails
+ * @throws StewardError (environment) when the build or the download fails or no release fits this
+ * platform, (usage) when {@link releaseBaseUrlEnv} is not a URL
  */
 export async function findTemporalBinary(options: FindTemporalBinaryOptions = {}): Promise<string> {
   const env = options.env ?? process.env;

@@ -63,9 +63,8 @@ export function releaseArchive(
   const name = releaseArchiveName(platform, arch);
   if (name === undefined) {
     throw new StewardError(
-      `The Temporal CLI has no release Steward can download for ${platform}/${arch} (there are ` +
-        'releases for linux and darwin on x64 and arm64), and neither it nor Go is on PATH. ' +
-        installHint,
+      `Neither the Temporal CLI nor Go is on PATH, and Steward downloads the CLI's release only ` +
+        `for linux and darwin on x64 and arm64, not for ${platform}/${arch}. ${installHint}`,
       ExitCode.environment,
     );
   }
