@@ -4,6 +4,8 @@ import * as path from 'node:path';
 import { loadDataset, parseDataset } from '../src/definition/dataset';
 import type { FileLookup } from '../src/definition/sample-files';
 import { ConfigError, formatIssue } from '../src/errors';
+import { loadDefinition } from '../src/loader/definition';
+import { loadSnapshot, snapshotDefinition } from '../src/loader/snapshot';
 
 const FIXTURES = path.join(__dirname, 'fixtures', 'config');
 
@@ -467,4 +469,78 @@ describe("Inspect's conventions", () => {
       ]);
     });
   });
+});
+
+describe("a snapshot pins the files a dataset's samples name", () => {
+  let dir: string;
+  afterAll(() => rm(dir, { recursive: true, force: true }));
+
+  test('copied at launch (text that names no file is not), read from the copy after an edit', async () => {
+    dir = await mkdtemp(path.join(tmpdir(), 'steward-dataset-snapshot-'));
+    const project = path.join(dir, 'project');
+    await mkdir(path.join(project, 'data', 'assets', 'sub'), { recursive: true });
+    await writeFile(path.join(project, 'data', 'assets', 'a.txt'), 'A1');
+    await writeFile(path.join(project, 'data', 'assets', 'sub', 'b.txt'), 'B1');
+    await writeFile(path.join(project, 'data', 'setup.sh'), 'echo one\n');
+    await writeFile(
+      path.join(project, 'data', 'samples.jsonl'),
+      `${JSON.stringify({
+        input: 'x',
+        files: { '/a': 'assets/a.txt', '/tree': 'assets', '/text': 'just text' },
+        setup: 'setup.sh',
+      })}\n`,
+    );
+    await writeFile(
+      path.join(project, 'evalset.yaml'),
+      'name: pinned\nmodel: mockllm/model\ntasks:\n  - name: t\n    dataset: data/samples.jsonl\n    scorer: match\n',
+    );
+    const logDir = path.join(dir, 'logs');
+    const { hash } = await snapshotDefinition(path.join(project, 'evalset.yaml'), logDir);
+
+    await writeFile(path.join(project, 'data', 'assets', 'a.txt'), 'A2');
+    await writeFile(path.join(project, 'data', 'assets', 'sub', 'b.txt'), 'B2');
+    await writeFile(path.join(project, 'data', 'setup.sh'), 'echo two\n');
+    const pinned = await loadSnapshot({ logDir, hash });
+    const text = (base64: string | undefined) => Buffer.from(base64 ?? '', 'base64').toString();
+    const [sample] = pinned.tasks[0].dataset;
+    expect(
+      Object.fromEntries(Object.entries(sample.files ?? {}).map(([k, v]) => [k, text(v)])),
+    ).toEqual({
+      '/a': 'A1',
+      '/tree/a.txt': 'A1',
+      '/tree/sub/b.txt': 'B1',
+      '/text': 'just text',
+    });
+    expect(sample.setup).toBe('echo one\n');
+  });
+});
+
+test('a task without a sandbox is warned that its samples’ files and setup are ignored', async () => {
+  const dir = await mkdtemp(path.join(tmpdir(), 'steward-dataset-nosandbox-'));
+  try {
+    await writeFile(
+      path.join(dir, 'evalset.yaml'),
+      [
+        'name: plain',
+        'model: mockllm/model',
+        'tasks:',
+        '  - name: t',
+        '    scorer: match',
+        '    dataset:',
+        '      - { input: a, setup: "touch /x" }',
+        '      - { input: b, files: { /y: y } }',
+        '      - { input: c }',
+      ].join('\n'),
+    );
+    const warnings: string[] = [];
+    const definition = await loadDefinition(path.join(dir, 'evalset.yaml'), {
+      onWarning: (issue) => warnings.push(formatIssue(issue)),
+    });
+    expect(warnings).toEqual([
+      `${dir}/evalset.yaml: tasks.0.sandbox: 2 of the task's samples have files or setup, which need a sandbox: without one they are ignored`,
+    ]);
+    expect(definition.tasks[0].dataset[0].setup).toBe('touch /x');
+  } finally {
+    await rm(dir, { recursive: true, force: true });
+  }
 });
