@@ -482,11 +482,19 @@ describe("a snapshot pins the files a dataset's samples name", () => {
     await writeFile(path.join(project, 'data', 'assets', 'a.txt'), 'A1');
     await writeFile(path.join(project, 'data', 'assets', 'sub', 'b.txt'), 'B1');
     await writeFile(path.join(project, 'data', 'setup.sh'), 'echo one\n');
+    const outside = path.join(dir, 'outside');
+    await mkdir(outside);
+    await writeFile(path.join(outside, 'c.txt'), 'C1');
     await writeFile(
       path.join(project, 'data', 'samples.jsonl'),
       `${JSON.stringify({
         input: 'x',
-        files: { '/a': 'assets/a.txt', '/tree': 'assets', '/text': 'just text' },
+        files: {
+          '/a': 'assets/a.txt',
+          '/tree': 'assets',
+          '/text': 'just text',
+          '/abs': outside,
+        },
         setup: 'setup.sh',
       })}\n`,
     );
@@ -500,6 +508,7 @@ describe("a snapshot pins the files a dataset's samples name", () => {
     await writeFile(path.join(project, 'data', 'assets', 'a.txt'), 'A2');
     await writeFile(path.join(project, 'data', 'assets', 'sub', 'b.txt'), 'B2');
     await writeFile(path.join(project, 'data', 'setup.sh'), 'echo two\n');
+    await rm(outside, { recursive: true });
     const pinned = await loadSnapshot({ logDir, hash });
     const text = (base64: string | undefined) => Buffer.from(base64 ?? '', 'base64').toString();
     const [sample] = pinned.tasks[0].dataset;
@@ -510,6 +519,7 @@ describe("a snapshot pins the files a dataset's samples name", () => {
       '/tree/a.txt': 'A1',
       '/tree/sub/b.txt': 'B1',
       '/text': 'just text',
+      '/abs/c.txt': 'C1',
     });
     expect(sample.setup).toBe('echo one\n');
   });

@@ -289,7 +289,15 @@ export async function loadSnapshot(
     ...options,
     locate: (reference, baseDir) =>
       path.isAbsolute(reference)
-        ? path.join(dir, ...(manifest.absolute[reference] ?? `missing${reference}`).split('/'))
+        ? // A directory a sample's `files` names is not in the manifest, its files are: they sit
+          // under it in the same layout.
+          path.join(
+            dir,
+            ...(
+              manifest.absolute[reference] ??
+              `${ABSOLUTE_DIR}/${toPosix(reference).replace(/^\/+/, '')}`
+            ).split('/'),
+          )
         : path.join(baseDir, reference),
   });
   // A definition's `log_dir` is relative to where it was written, not to the snapshot.
