@@ -344,6 +344,14 @@ describe("Inspect's conventions", () => {
       'data.jsonl:1: files["x"]: URLs are not fetched (https://example.com/x); save the file beside the dataset and name it',
       'data.jsonl:2: setup: a data: URL needs a comma before its data',
     ]);
+    const unreadable: FileLookup = () => {
+      throw new Error('EACCES: permission denied');
+    };
+    expect(
+      parseDataset('{"input": "a", "setup": "s.sh"}', 'jsonl', 'data.jsonl', unreadable).issues.map(
+        formatIssue,
+      ),
+    ).toEqual(['data.jsonl:1: setup: cannot read s.sh: EACCES: permission denied']);
     expect(problems('input,files\na,[1]\n', 'csv')).toEqual([
       'data.csv:2: files: expected a JSON object ("[1]")',
     ]);

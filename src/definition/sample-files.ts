@@ -101,7 +101,15 @@ function readValue(
       `${where}: URLs are not fetched (${value}); save the file beside the dataset and name it`,
     );
   }
-  return lookup(value) ?? { type: 'file', content: Buffer.from(value, 'utf8') };
+  let found: ReturnType<FileLookup>;
+  try {
+    found = lookup(value);
+  } catch (error) {
+    throw new Error(`${where}: cannot read ${value}: ${(error as Error).message}`, {
+      cause: error,
+    });
+  }
+  return found ?? { type: 'file', content: Buffer.from(value, 'utf8') };
 }
 
 /** `data:[<media type>][;base64],<data>` (RFC 2397). */
