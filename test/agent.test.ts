@@ -12,7 +12,12 @@ import { validateDefinition } from '../src/config/validate';
 import type { SamplesSetting } from '../src/config/settings';
 import { loadDefinition } from '../src/loader/definition';
 import type { SampleContext, TaskState } from '../src/definition/types';
-import { agent, CONTINUE_MESSAGE, type AgentOptions } from '../src/eval/agent';
+import {
+  agent,
+  AGENT_SYSTEM_MESSAGE,
+  CONTINUE_MESSAGE,
+  type AgentOptions,
+} from '../src/eval/agent';
 import { sandboxCheck, type SandboxCheckOptions } from '../src/eval/sandbox-scorers';
 import { initialState } from '../src/eval/solvers';
 import type { MockArgs } from '../src/config/models';
@@ -89,6 +94,14 @@ describe('in a real sandbox', () => {
       expect(state.store.agent).toEqual({ stop: 'submit', turns: 2 });
       expect(state.usage.total_tokens).toBeGreaterThan(0);
       expect(await sandbox.readFile('/tmp/a')).toBe('42\n');
+    });
+
+    test('by default, its own system prompt names the tools it offers', async () => {
+      const state = await runAgent([submit('done')]);
+      expect(state.messages[0]).toEqual({ role: 'system', content: AGENT_SYSTEM_MESSAGE });
+      // A prompt that named a tool the loop does not offer would send the model astray.
+      for (const tool of ['bash', 'submit']) expect(AGENT_SYSTEM_MESSAGE).toContain(tool);
+      expect(CONTINUE_MESSAGE).toContain('submit');
     });
 
     test('puts its system message first and offers bash and submit by tool calling', async () => {

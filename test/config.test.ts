@@ -237,16 +237,9 @@ describe('validateDefinition', () => {
       ['evalset.yaml: tasks.0.dataset: required'],
     ],
     [
-      'a dataset of unknown format',
-      withTask({ dataset: 'data/arith.txt' }),
-      [
-        'evalset.yaml: tasks.0.dataset: cannot tell the format from the file name: add format: jsonl or csv ("data/arith.txt")',
-      ],
-    ],
-    [
       'an unknown dataset format',
-      withTask({ dataset: { path: 'a.txt', format: 'json' } }),
-      ['evalset.yaml: tasks.0.dataset.format: expected one of "jsonl", "csv" ("json")'],
+      withTask({ dataset: { path: 'a.txt', format: 'xml' } }),
+      ['evalset.yaml: tasks.0.dataset.format: expected one of "jsonl", "json", "csv" ("xml")'],
     ],
     [
       'a bad inline sample, at its path',
@@ -407,6 +400,7 @@ describe('loadDefinition (YAML)', () => {
         `${broken('data/missing.jsonl')}: dataset file not found`,
         `${broken('data/malformed.jsonl')}:2: invalid JSON: Expected ',' or '}' after property value in JSON at position 28`,
         `${broken('data/malformed.jsonl')}:3: duplicate sample id 1 (first used at line 1)`,
+        `${broken('data/malformed.jsnol')}: dataset file not found`,
       ],
     ],
   ])('refuses %s', async (_name, file, expected) => {

@@ -66,16 +66,40 @@ const chatMessage = z.discriminatedUnion(
   { error: 'expected system, user, assistant or tool' },
 );
 
-/** One dataset record, with Inspect's sample fields. */
+/** A target or choice as Inspect reads it: numbers become their text (`3` is `"3"`). */
+const text = z.union([z.string(), z.number().transform(String)], {
+  error: 'expected a string or a number',
+});
+
+/**
+ * `choices` as Inspect reads them: a list, or (as a CSV cell holds them) one string split at
+ * commas, else at whitespace. Blank entries are dropped.
+ */
+const choices = z.union(
+  [
+    z.array(text).transform((list) => list.filter((choice) => choice.trim() !== '')),
+    z.string().transform((cell) => {
+      const split = cell.split(',');
+      const parts = split.length === 1 ? cell.split(/\s+/) : split;
+      return parts.map((choice) => choice.trim()).filter((choice) => choice !== '');
+    }),
+  ],
+  { error: 'expected a list of strings or a comma-separated string' },
+);
+
+/**
+ * One dataset record, with Inspect's sample fields. As in Inspect, `null` in an optional field
+ * means it is absent (the dataset loader drops such keys before this schema sees them).
+ */
 export const sampleRecordSchema = z.strictObject({
   input: z.union([z.string().min(1), z.array(chatMessage).min(1)], {
     error: (issue) =>
       issue.input === undefined ? 'required' : 'expected a string or a list of chat messages',
   }),
-  /** @default "" */
+  /** Numbers are read as their text, as Inspect does. @default "" */
   target: z
-    .union([z.string(), z.array(z.string())], {
-      error: 'expected a string or a list of strings',
+    .union([text, z.array(text)], {
+      error: 'expected a string, a number or a list of them',
     })
     .optional(),
   /** @default the record's 1-based position in the dataset */
@@ -84,19 +108,31 @@ export const sampleRecordSchema = z.strictObject({
       error: 'expected a string or an integer',
     })
     .optional(),
+  choices: choices.optional(),
   metadata: z.record(z.string(), z.unknown()).optional(),
+  /**
+   * Files copied into the sample's sandbox before its solvers run: sandbox path (optionally
+   * `service:path`) -> a file or directory relative to the dataset, a `data:` URL, or the text
+   * itself.
+   */
+  files: z
+    .record(z.string().min(1), z.string(), { error: 'expected an object of strings' })
+    .optional(),
+  /** A script (or a file holding one) run in the sandbox after the files, before the solvers. */
+  setup: z.string().optional(),
 });
 
 export type SampleRecord = z.infer<typeof sampleRecordSchema>;
 
 // ---- definitions ----------------------------------------------------------------------------
 
-export const DATASET_FORMATS = ['jsonl', 'csv'] as const;
+export const DATASET_FORMATS = ['jsonl', 'json', 'csv'] as const;
 export type DatasetFormat = (typeof DATASET_FORMATS)[number];
 
 /** The format a dataset file's name implies, if any. */
 export function datasetFormatOf(file: string): DatasetFormat | undefined {
   if (/\.(jsonl|ndjson)$/i.test(file)) return 'jsonl';
+  if (/\.json$/i.test(file)) return 'json';
   if (/\.csv$/i.test(file)) return 'csv';
   return undefined;
 }
@@ -191,7 +227,7 @@ const modelArgs = z.record(z.string(), z.unknown());
 const taskSchema = z.strictObject({
   /** Unique within the eval set. */
   name,
-  /** A JSONL or CSV file relative to the definition, `{ path, format }`, or inline samples. */
+  /** A JSONL, JSON or CSV file relative to the definition, `{ path, format }`, or inline samples. */
   dataset: datasetSpec,
   /** @default generate */
   solver: solverSpec.optional(),

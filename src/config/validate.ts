@@ -37,9 +37,13 @@ export type ScorerRef =
   | { type: 'sandbox_check'; options: SandboxCheckOptions }
   | { type: 'custom'; scorer: Scorer };
 
-/** Where a task's samples come from; a file path is as written, relative to the definition. */
+/**
+ * Where a task's samples come from; a file path is as written, relative to the definition. A
+ * file's format is unset when its name does not tell it: the loader says so once it has found
+ * the file (a mistyped path is reported as missing, not as an unknown format).
+ */
 export type DatasetRef =
-  | { type: 'file'; path: string; format: DatasetFormat }
+  | { type: 'file'; path: string; format?: DatasetFormat }
   | { type: 'inline'; records: SampleRecord[] };
 
 export interface ValidatedTask extends Omit<
@@ -114,7 +118,7 @@ function normaliseTask(task: ParsedTask, def: ParsedDefinition): ValidatedTask {
   const model = (task.model ?? def.model) as string;
   return {
     name: task.name,
-    dataset: datasetRef(task.dataset) as DatasetRef,
+    dataset: datasetRef(task.dataset),
     solver: solverRefs(task.solver),
     scorer,
     scorerName:
@@ -152,12 +156,11 @@ function scorerRef(spec: ParsedTask['scorer']): ScorerRef {
   return { type: 'includes', options: spec.includes ?? {} };
 }
 
-/** `undefined` for a file whose format cannot be told, which checkRules reports. */
-function datasetRef(spec: ParsedTask['dataset']): DatasetRef | undefined {
+function datasetRef(spec: ParsedTask['dataset']): DatasetRef {
   if (Array.isArray(spec)) return { type: 'inline', records: spec };
   const { path, format } = typeof spec === 'string' ? { path: spec, format: undefined } : spec;
   const known = format ?? datasetFormatOf(path);
-  return known && { type: 'file', path, format: known };
+  return { type: 'file', path, ...(known === undefined ? {} : { format: known }) };
 }
 
 // ---- rules --------------------------------------------------------------------------------
@@ -214,16 +217,6 @@ function checkRules(def: ParsedDefinition, origin: IssueOrigin) {
       else if (task.model_args) errors.push(...argsProblems(path, task.model, task.model_args));
     } else if (task.model_args && def.model !== undefined) {
       errors.push(...argsProblems(path, def.model, task.model_args));
-    }
-
-    if (datasetRef(task.dataset) === undefined) {
-      errors.push(
-        at(
-          `${path}.dataset`,
-          'cannot tell the format from the file name: add format: jsonl or csv',
-          task.dataset,
-        ),
-      );
     }
 
     if (task.sandbox === undefined) {

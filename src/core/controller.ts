@@ -441,12 +441,15 @@ export class FixedConnections extends SlotLimiter {
   }
 }
 
-/** Smallest "nice" integer >= value: multiples of 5 from 10 up, any integer below. */
+/**
+ * Rounds a raised limit up to a round step, so limits read 10, 15, 20 rather than 11, 13, 17
+ * (the same steps as Inspect's controller); below 10 every integer is a step, never under 1.
+ */
 function ceilToNice(value: number): number {
   return value < 10 ? Math.max(1, value) : Math.ceil(value / 5) * 5;
 }
 
-/** Largest "nice" integer <= value: multiples of 5 from 10 up, any integer below. */
+/** Rounds a cut limit down to the same steps as {@link ceilToNice}. */
 function floorToNice(value: number): number {
   return value < 10 ? Math.max(1, value) : Math.floor(value / 5) * 5;
 }

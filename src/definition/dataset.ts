@@ -1,10 +1,11 @@
 /**
- * Datasets: JSONL and CSV files of samples with Inspect's fields (`input`, `target`, `id`,
- * `metadata`), and inline samples from module definitions. Every problem is collected and
- * reported at its line (or path, for inline samples), so one run of `steward launch` shows them
- * all.
+ * Datasets: JSONL, JSON (an array of records) and CSV files of samples with Inspect's fields
+ * (`input`, `target`, `id`, `choices`, `metadata`, `files`, `setup`), and inline samples from
+ * definitions, read the way Inspect reads them. Every problem is collected and reported at its
+ * line (or path, for inline samples), so one run of `steward launch` shows them all.
  */
 
+import * as path from 'node:path';
 import { parse as parseCsv } from 'csv-parse/sync';
 import { ConfigError, type ConfigIssue } from '../errors';
 import { readTextFile } from '../config/load';
@@ -15,6 +16,7 @@ import {
   type SampleRecord,
 } from '../config/schema';
 import { issuesFromZod } from '../config/issues';
+import { diskLookup, NO_FILES, readSampleFiles, readSetup, type FileLookup } from './sample-files';
 import type { Sample } from './types';
 
 /** Where a record is: a file and line, or a path inside a definition. */
@@ -32,28 +34,52 @@ export interface DatasetResult {
 }
 
 /**
- * Reads a dataset file.
+ * Reads a dataset file. Its `files` and `setup` values are looked up relative to its directory.
  *
- * @param format default: from the file name (`.jsonl`, `.ndjson`, `.csv`).
+ * @param format default: from the file name (`.jsonl`, `.ndjson`, `.json`, `.csv`).
+ * @param options.locate where a file the dataset names is (a snapshot redirects it).
  * @throws ConfigError with every problem found, each at its `file:line`.
  */
-export async function loadDataset(file: string, format?: DatasetFormat): Promise<Sample[]> {
+export async function loadDataset(
+  file: string,
+  format?: DatasetFormat,
+  options: { locate?: (ref: string, baseDir: string) => string } = {},
+): Promise<Sample[]> {
+  // Read first: a mistyped path is a missing file, whatever its name says about the format.
+  const text = await readTextFile(file, 'dataset file');
   const known = format ?? datasetFormatOf(file);
   if (known === undefined) {
     throw new ConfigError([
-      { file, message: 'cannot tell the dataset format from the file name: use .jsonl or .csv' },
+      {
+        file,
+        message:
+          'cannot tell the dataset format from the file name: use .jsonl, .json or .csv, or set format',
+      },
     ]);
   }
-  const text = await readTextFile(file, 'dataset file');
-  const { samples, issues } = parseDataset(text, known, file);
+  const lookup = diskLookup(path.dirname(file), options.locate);
+  const { samples, issues } = parseDataset(text, known, file, lookup);
   if (issues.length > 0) throw new ConfigError(issues);
   return samples;
 }
 
-/** Parses a dataset's text. Pure; `file` only names it in issues. */
-export function parseDataset(text: string, format: DatasetFormat, file: string): DatasetResult {
-  const parsed = format === 'jsonl' ? jsonlRecords(text, file) : csvRecords(text, file);
-  const result = samplesFromRecords(parsed.records);
+/**
+ * Parses a dataset's text; `file` only names it in issues. Pure unless `lookup` reads files (by
+ * default every `files` and `setup` value is a `data:` URL or the text itself).
+ */
+export function parseDataset(
+  text: string,
+  format: DatasetFormat,
+  file: string,
+  lookup: FileLookup = NO_FILES,
+): DatasetResult {
+  const parsed =
+    format === 'jsonl'
+      ? jsonlRecords(text, file)
+      : format === 'json'
+        ? jsonRecords(text, file)
+        : csvRecords(text, file);
+  const result = samplesFromRecords(parsed.records, lookup);
   const issues = [...parsed.issues, ...result.issues];
   if (parsed.records.length === 0 && issues.length === 0) {
     issues.push({ file, message: 'dataset has no samples' });
@@ -62,11 +88,16 @@ export function parseDataset(text: string, format: DatasetFormat, file: string):
 }
 
 /**
- * Turns checked records into samples: an absent `id` becomes the record's 1-based position, an
- * absent `target` the empty string. Ids must be unique (`1` and `"1"` count as the same, as they
- * would in a workflow id).
+ * Turns checked records into samples, as Inspect does: an absent `id` becomes the record's
+ * 1-based position in the dataset (explicit ids are kept, so a mix can collide: `[{}, {id: 1}]`
+ * is a duplicate), an absent `target` the empty string. Ids must be unique (`1` and `"1"` count
+ * as the same, as they do in Inspect and in a workflow id). `files` and `setup` are read through
+ * `lookup`.
  */
-export function samplesFromRecords(records: PlacedRecord[]): DatasetResult {
+export function samplesFromRecords(
+  records: PlacedRecord[],
+  lookup: FileLookup = NO_FILES,
+): DatasetResult {
   const samples: Sample[] = [];
   const issues: ConfigIssue[] = [];
   const firstPlace = new Map<string, RecordPlace>();
@@ -81,11 +112,24 @@ export function samplesFromRecords(records: PlacedRecord[]): DatasetResult {
       return;
     }
     firstPlace.set(String(id), place);
+    let files: Record<string, string> | undefined;
+    let setup: string | undefined;
+    try {
+      if (record.files !== undefined) files = readSampleFiles(record.files, lookup);
+      if (record.setup !== undefined && record.setup !== '')
+        setup = readSetup(record.setup, lookup);
+    } catch (error) {
+      issues.push({ ...place, message: (error as Error).message });
+      return;
+    }
     samples.push({
       id,
       input: record.input,
       target: record.target ?? '',
+      ...(record.choices === undefined ? {} : { choices: record.choices }),
       ...(record.metadata === undefined ? {} : { metadata: record.metadata }),
+      ...(files === undefined || Object.keys(files).length === 0 ? {} : { files }),
+      ...(setup === undefined ? {} : { setup }),
     });
   });
   return { samples, issues };
@@ -99,9 +143,17 @@ function checkRecord(
   raw: unknown,
   place: RecordPlace,
 ): { record?: PlacedRecord; issues: ConfigIssue[] } {
-  const parsed = sampleRecordSchema.safeParse(raw, { reportInput: true });
+  const parsed = sampleRecordSchema.safeParse(withoutNulls(raw), { reportInput: true });
   if (parsed.success) return { record: { record: parsed.data, place }, issues: [] };
   return { issues: issuesFromZod(parsed.error, place) };
+}
+
+/** Inspect reads `null` in a record's field as "not there"; `input` stays, to be reported. */
+function withoutNulls(raw: unknown): unknown {
+  if (raw === null || typeof raw !== 'object' || Array.isArray(raw)) return raw;
+  return Object.fromEntries(
+    Object.entries(raw).filter(([key, value]) => value !== null || key === 'input'),
+  );
 }
 
 interface RecordsResult {
@@ -131,10 +183,79 @@ function jsonlRecords(text: string, file: string): RecordsResult {
   return { records, issues };
 }
 
+// ---- JSON -----------------------------------------------------------------------------------
+
+/**
+ * A JSON file: an array of records, or one record (Inspect reads both). Issues are at the line
+ * where each record starts.
+ */
+function jsonRecords(text: string, file: string): RecordsResult {
+  let data: unknown;
+  try {
+    data = JSON.parse(text.replace(/^\uFEFF/, ''));
+  } catch (error) {
+    return {
+      records: [],
+      issues: [{ file, message: `invalid JSON: ${(error as Error).message}` }],
+    };
+  }
+  if (data === null || typeof data !== 'object') {
+    return {
+      records: [],
+      issues: [{ file, message: `expected an array of records, got ${JSON.stringify(data)}` }],
+    };
+  }
+  const list = Array.isArray(data) ? data : [data];
+  const lines = Array.isArray(data) ? elementLines(text) : [firstLine(text)];
+  const records: PlacedRecord[] = [];
+  const issues: ConfigIssue[] = [];
+  list.forEach((raw, i) => {
+    const checked = checkRecord(raw, { file, line: lines[i] ?? 1 });
+    if (checked.record) records.push(checked.record);
+    issues.push(...checked.issues);
+  });
+  return { records, issues };
+}
+
+function firstLine(text: string): number {
+  const start = text.search(/\S/);
+  return start < 0 ? 1 : text.slice(0, start).split('\n').length;
+}
+
+/** The line each element of a top-level JSON array starts on (the text is valid JSON). */
+function elementLines(text: string): number[] {
+  const lines: number[] = [];
+  let line = 1;
+  let depth = 0;
+  let inString = false;
+  let expectElement = false;
+  for (let i = 0; i < text.length; i++) {
+    const c = text[i];
+    if (c === '\n') line++;
+    if (inString) {
+      if (c === '\\') i++;
+      else if (c === '"') inString = false;
+      continue;
+    }
+    if (c === ' ' || c === '\t' || c === '\r' || c === '\n' || c === '\uFEFF') continue;
+    if (depth === 1 && expectElement && c !== ']') {
+      lines.push(line);
+      expectElement = false;
+    }
+    if (c === '"') inString = true;
+    else if (c === '[' || c === '{') {
+      depth++;
+      if (depth === 1) expectElement = true;
+    } else if (c === ']' || c === '}') depth--;
+    else if (c === ',' && depth === 1) expectElement = true;
+  }
+  return lines;
+}
+
 // ---- CSV ------------------------------------------------------------------------------------
 
 /** Columns that are sample fields; any other column goes into the sample's metadata. */
-const CSV_FIELDS = new Set(['input', 'target', 'id', 'metadata']);
+const CSV_FIELDS = new Set(['input', 'target', 'id', 'metadata', 'choices', 'files', 'setup']);
 
 function csvRecords(text: string, file: string): RecordsResult {
   let rows: Array<{ cells: string[]; line: number }>;
@@ -185,7 +306,8 @@ type Problem = Pick<ConfigIssue, 'path' | 'message' | 'value'>;
 
 /**
  * One CSV row as a record, and the cells that cannot be read. Cells are text, so `target`
- * holding a JSON list is a list, `metadata` is JSON, and an empty `id` or `target` is absent.
+ * holding a JSON list is a list, `metadata` and `files` are JSON objects, `choices` are split at
+ * commas (by the schema), and an empty cell of a sample field is absent.
  */
 function csvRecord(
   columns: string[],
@@ -200,12 +322,19 @@ function csvRecord(
     else if (column === 'input') record.input = cell;
     else if (cell === '') return;
     else if (column === 'id') record.id = cell;
-    else if (column === 'target') {
+    else if (column === 'choices' || column === 'setup') record[column] = cell;
+    else if (column === 'files') {
+      const files = parseJsonCell(cell);
+      if (files !== null && typeof files === 'object' && !Array.isArray(files)) {
+        record.files = files;
+      } else {
+        problems.push({ path: 'files', message: 'expected a JSON object', value: cell });
+      }
+    } else if (column === 'target') {
       if (!cell.trimStart().startsWith('[')) record.target = cell;
       else {
         const list = parseJsonCell(cell);
-        if (Array.isArray(list) && list.every((item) => typeof item === 'string'))
-          record.target = list;
+        if (Array.isArray(list)) record.target = list;
         else
           problems.push({
             path: 'target',

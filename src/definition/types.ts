@@ -78,7 +78,17 @@ export interface Sample {
   id: string | number;
   input: string | ChatMessage[];
   target: string | string[];
+  /** Answer choices, for multiple-choice tasks. */
+  choices?: string[];
   metadata?: Record<string, unknown>;
+  /**
+   * Files written into the sample's sandbox before its solvers run: sandbox path (a `service:`
+   * prefix picks a service other than the default) -> the file's bytes, base64. Read when the
+   * dataset is loaded, so every worker writes the same bytes.
+   */
+  files?: Record<string, string>;
+  /** A script run in the sandbox's default service after the files, before the solvers. */
+  setup?: string;
 }
 
 /** The state a solver chain threads through, as in Inspect's TaskState. */

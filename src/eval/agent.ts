@@ -1,5 +1,5 @@
 /**
- * `agent`: a ReAct-style solver in the manner of Inspect AI's `basic_agent`. The model works in
+ * `agent`: a ReAct-style tool loop, the counterpart of Inspect AI's `basic_agent`. The model works in
  * the sample's sandbox through two tools offered by native tool calling: `bash`, which runs a
  * shell command there, and `submit`, which ends the sample with an answer. The loop stops at the
  * submit, or when a turn or token limit is reached (then the sample is scored on what it has).
@@ -36,20 +36,22 @@ export interface AgentReport {
 
 export const AGENT_DEFAULTS = { max_turns: 30, command_timeout: 180 } as const;
 
-/** Inspect's `basic_agent` prompt, with the tools named. */
+/**
+ * Steward's default system prompt for the agent: what the two tools do and how the sample ends.
+ * Replace it with the solver's `system_message` option.
+ */
 export const AGENT_SYSTEM_MESSAGE =
-  'You are a helpful assistant attempting to submit the correct answer. You have several functions ' +
-  'available to help with finding the answer. Each message may perform one function call. You will ' +
-  'see the result of the function right after sending the message. If you need to perform multiple ' +
-  'actions, you can always send more messages with subsequent function calls. Do some reasoning ' +
-  'before your actions, describing what function calls you are going to use and how they fit into ' +
-  'your plan.\n\nWhen you have completed the task and have an answer, call the submit() function to ' +
-  'report it.';
+  'You are working on a task inside a Linux sandbox. Use the bash tool to run shell commands ' +
+  'there: look around, read files, run programs, and check your results. Each tool result comes ' +
+  'back to you before you choose the next step, so work one step at a time and say briefly what ' +
+  'you expect each command to show.\n\n' +
+  'Once you are confident of the answer, call the submit tool with it. Submitting ends the task, ' +
+  'and only the submitted answer is graded.';
 
-/** Said when the model replies without calling a tool, as Inspect's `basic_agent` does. */
+/** Sent when the model replies without calling a tool, so the loop does not stall. */
 export const CONTINUE_MESSAGE =
-  'Please proceed to the next step using your best judgement. If you believe you have completed ' +
-  'the task, please call the `submit()` tool with your final answer.';
+  'No tool was called. Carry on with the next step using the bash tool, or, if the task is ' +
+  'done, call submit with your answer.';
 
 /**
  * Bytes of each of stdout and stderr a command's result may show the model (Inspect's default

@@ -12,12 +12,14 @@ import type {
   TaskDefinition,
   TaskState,
 } from '../definition/types';
+import { prepareSandbox } from './sample-sandbox';
 import { initialState } from './solvers';
 
 /**
- * Runs `task`'s solvers in order on `sample` (stopping early once a solver marks the state
- * completed), then its scorer against the sample's targets. Errors propagate: classifying and
- * retrying them is the caller's business.
+ * Puts the sample's files and setup in its sandbox (when it has one), runs `task`'s solvers in
+ * order on `sample` (stopping early once a solver marks the state completed), then its scorer
+ * against the sample's targets. Errors propagate: classifying and retrying them is the caller's
+ * business.
  */
 export async function runSample(
   task: TaskDefinition,
@@ -26,6 +28,10 @@ export async function runSample(
   ctx: SampleContext,
 ): Promise<{ state: TaskState; score: Score }> {
   const sampleCtx: SampleContext = { ...ctx, model: scopeModel(ctx.model, sample, task.config) };
+  // The dataset's files and setup come before any solver, as in Inspect.
+  if (ctx.sandbox && (sample.files !== undefined || sample.setup !== undefined)) {
+    await prepareSandbox(sample, ctx.sandbox, { heartbeat: ctx.heartbeat });
+  }
   let state = initialState(sample, epoch);
   for (const solve of task.solver) {
     if (state.completed) break;

@@ -22,6 +22,7 @@ import { generate, systemMessage } from '../eval/solvers';
 import { isComposeFile, loadSandboxSpec } from '../sandbox/compose';
 import type { SandboxSpec } from '../sandbox/types';
 import { loadDataset, samplesFromRecords } from '../definition/dataset';
+import { diskLookup } from '../definition/sample-files';
 import { datasetDigest, functionIdentity, type TaskIdentity } from '../definition/identity';
 import type {
   EvalSetDefinition,
@@ -92,6 +93,17 @@ export async function loadDefinition(
     throw result.reason;
   });
   if (issues.length > 0) throw new ConfigError(issues);
+  definition.tasks.forEach((task, i) => {
+    const dataset = (datasets[i] as PromiseFulfilledResult<Sample[]>).value;
+    const needing = dataset.filter((s) => s.files !== undefined || s.setup !== undefined).length;
+    if (task.sandbox === undefined && needing > 0) {
+      options.onWarning?.({
+        file,
+        path: `tasks.${i}.sandbox`,
+        message: `${needing} of the task's samples have files or setup, which need a sandbox: without one they are ignored`,
+      });
+    }
+  });
 
   return {
     name: definition.name,
@@ -201,10 +213,12 @@ async function readSamples(
   locate: NonNullable<LoadOptions['locate']>,
 ): Promise<Sample[]> {
   if (dataset.type === 'file') {
-    return loadDataset(locate(dataset.path, path.dirname(file)), dataset.format);
+    return loadDataset(locate(dataset.path, path.dirname(file)), dataset.format, { locate });
   }
+  // Inline samples' `files` and `setup` are relative to the definition, as the dataset is.
   const { samples, issues } = samplesFromRecords(
     dataset.records.map((record, i) => ({ record, place: { file, path: `${at}.${i}` } })),
+    diskLookup(path.dirname(path.resolve(file)), locate),
   );
   if (issues.length > 0) throw new ConfigError(issues);
   if (samples.length === 0) throw new ConfigError([{ file, path: at, message: 'no samples' }]);

@@ -159,6 +159,16 @@ export async function loadDefinitionFiles(
     },
     onModuleFiles: (files) => used.relative.push(...files.filter((f) => f !== source)),
   });
+  // A sample's `files` or `setup` value is looked up as a path and is text when no such file
+  // exists (Inspect's rule); only what exists was used. A directory is used through its files.
+  const isFile = async (file: string) =>
+    (await fs.stat(file).catch(() => undefined))?.isFile() === true;
+  const existing = async (files: string[]) => {
+    const found = await Promise.all(files.map(isFile));
+    return files.filter((_, i) => found[i]);
+  };
+  used.relative = await existing(used.relative);
+  used.absolute = await existing(used.absolute);
   return { definition, used };
 }
 
@@ -279,7 +289,15 @@ export async function loadSnapshot(
     ...options,
     locate: (reference, baseDir) =>
       path.isAbsolute(reference)
-        ? path.join(dir, ...(manifest.absolute[reference] ?? `missing${reference}`).split('/'))
+        ? // A directory a sample's `files` names is not in the manifest, its files are: they sit
+          // under it in the same layout.
+          path.join(
+            dir,
+            ...(
+              manifest.absolute[reference] ??
+              `${ABSOLUTE_DIR}/${toPosix(reference).replace(/^\/+/, '')}`
+            ).split('/'),
+          )
         : path.join(baseDir, reference),
   });
   // A definition's `log_dir` is relative to where it was written, not to the snapshot.
