@@ -1,5 +1,6 @@
 import { drawBar, duration, perMinute, progressLines } from '../../src/cli/progress-layout';
 import type { ProgressRow } from '../../src/cli/progress-rate';
+import { PROGRESS_FIELD as FIELD, progressFields as fields } from '../helpers/progress-fields';
 
 const running = (row: Partial<ProgressRow> & Pick<ProgressRow, 'name'>): ProgressRow => ({
   state: 'running',
@@ -51,19 +52,6 @@ const ROWS: ProgressRow[] = [
     hold: '1 task',
   }),
 ];
-
-/** What each field of a line may read, whole; anything else is a field cut short. */
-const FIELD =
-  /^(\d+\/\d+|ETA \d+[smhd]\S*|waiting|finished|held(: .+)?|[\d.]+( samples)?\/min|in flight \d+(\/\d+)?|setpoint \d+|errors \d+|429 (episodes|ep) \d+|elapsed \d+[smhd]\S*)$/;
-
-/** A line's fields after the name (and bar), split at their separators and blank columns. */
-function fields(line: string): string[] {
-  return line
-    .replace(/^\S+\s+(\[[█░]+\]\s+)?/, '')
-    .split(/\s*\| |\s{3,}/)
-    .map((f) => f.trim())
-    .filter(Boolean);
-}
 
 describe('progress lines', () => {
   test('at 160 columns every field is spelled out', () => {
