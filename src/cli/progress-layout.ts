@@ -145,3 +145,33 @@ export function duration(ms: number): string {
 export function perMinute(rate: number): string {
   return rate < 10 ? rate.toFixed(1) : String(Math.round(rate));
 }
+
+/**
+ * The rows a terminal `height` lines high can show: a display taller than the screen cannot be
+ * redrawn in place. Running tasks come first, then waiting ones, then finished ones; the total
+ * always shows, and a last line says what was left out.
+ */
+export function rowsThatFit(
+  rows: readonly ProgressRow[],
+  height: number,
+): { rows: ProgressRow[]; leftOut?: string } {
+  if (rows.length <= height) return { rows: [...rows] };
+  const tasks = rows.slice(0, -1);
+  const order: ProgressRow['state'][] = ['running', 'waiting', 'done'];
+  const shown = new Set(
+    [...tasks]
+      .sort((a, b) => order.indexOf(a.state) - order.indexOf(b.state))
+      .slice(0, Math.max(0, height - 2)),
+  );
+  const hidden = tasks.filter((t) => !shown.has(t));
+  const count = (state: ProgressRow['state']): number =>
+    hidden.filter((t) => t.state === state).length;
+  const kinds = order
+    .map((state) => [count(state), state === 'done' ? 'finished' : state] as const)
+    .filter(([n]) => n > 0)
+    .map(([n, state]) => `${n} ${state}`);
+  return {
+    rows: [...tasks.filter((t) => shown.has(t)), rows[rows.length - 1]],
+    leftOut: `… ${hidden.length} more task${hidden.length === 1 ? '' : 's'} (${kinds.join(', ')})`,
+  };
+}

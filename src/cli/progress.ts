@@ -4,7 +4,7 @@
  * stdout carries only the result.
  */
 import type { EvalSetStatus, TaskStatus } from '../workflows/types';
-import { duration, perMinute, progressLines } from './progress-layout';
+import { duration, perMinute, progressLines, rowsThatFit } from './progress-layout';
 import {
   NOTHING_OBSERVED,
   observe,
@@ -29,6 +29,7 @@ export interface ProgressOptions {
 const PLAIN_EVERY_MS = 5_000;
 /** Used when a terminal does not say how wide it is. */
 const DEFAULT_COLUMNS = 80;
+const DEFAULT_ROWS = 24;
 
 /**
  * A view that draws nothing once stopped: a status reading still in flight when the run ends
@@ -63,8 +64,12 @@ function terminalProgress(stream: NodeJS.WriteStream, now: () => number): Progre
   let drawn = 0;
   const up = (): string => (drawn > 0 ? `\x1b[${drawn}A\r` : '');
   const draw = (): void => {
-    // One column spare: a line as wide as the terminal wraps on some terminals.
-    const lines = progressLines(rows, (stream.columns || DEFAULT_COLUMNS) - 1);
+    // One column and one line spare: a line as wide as the terminal wraps on some terminals, and
+    // the cursor sits on the line below the display.
+    const width = (stream.columns || DEFAULT_COLUMNS) - 1;
+    const fit = rowsThatFit(rows, (stream.rows || DEFAULT_ROWS) - 1);
+    const lines = progressLines(fit.rows, width);
+    if (fit.leftOut !== undefined) lines.push(fit.leftOut.slice(0, width));
     stream.write(`${up()}${lines.map((l) => `\x1b[2K${l}\n`).join('')}\x1b[J`);
     drawn = lines.length;
   };

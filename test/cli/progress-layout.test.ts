@@ -1,4 +1,10 @@
-import { drawBar, duration, perMinute, progressLines } from '../../src/cli/progress-layout';
+import {
+  drawBar,
+  duration,
+  perMinute,
+  progressLines,
+  rowsThatFit,
+} from '../../src/cli/progress-layout';
 import type { ProgressRow } from '../../src/cli/progress-rate';
 import { PROGRESS_FIELD as FIELD, progressFields as fields } from '../helpers/progress-fields';
 
@@ -146,4 +152,32 @@ test('drawBar fills its share', () => {
   expect(drawBar(5, 10, 4)).toBe('[██░░]');
   expect(drawBar(10, 10, 4)).toBe('[████]');
   expect(drawBar(0, 0, 4)).toBe('[░░░░]');
+});
+
+describe('rowsThatFit', () => {
+  const task = (name: string, state: ProgressRow['state']) => running({ name, state });
+  const total = running({ name: 'total' });
+
+  test('all rows when they fit', () => {
+    const rows = [task('a', 'running'), task('b', 'done'), total];
+    expect(rowsThatFit(rows, 3)).toEqual({ rows });
+  });
+
+  test('running tasks first, in their order, then the total and what was left out', () => {
+    const rows = [
+      task('a', 'done'),
+      task('b', 'running'),
+      task('c', 'waiting'),
+      task('d', 'running'),
+      task('e', 'done'),
+      total,
+    ];
+    const fit = rowsThatFit(rows, 5);
+    expect(fit.rows.map((r) => r.name)).toEqual(['b', 'c', 'd', 'total']);
+    expect(fit.leftOut).toBe('… 2 more tasks (2 finished)');
+    expect(rowsThatFit(rows, 3)).toEqual({
+      rows: [rows[1], total],
+      leftOut: '… 4 more tasks (1 running, 1 waiting, 2 finished)',
+    });
+  });
 });

@@ -2,7 +2,7 @@ import { createProgress } from '../../src/cli/progress';
 import type { EvalSetStatus, TaskStatus } from '../../src/workflows/types';
 import { taskStatus } from '../helpers/task-status';
 
-function fakeStream(tty?: { columns: number }): {
+function fakeStream(tty?: { columns: number; rows?: number }): {
   stream: NodeJS.WriteStream;
   lines: () => string[];
   text: () => string;
@@ -11,6 +11,7 @@ function fakeStream(tty?: { columns: number }): {
   const stream = {
     isTTY: tty !== undefined,
     columns: tty?.columns,
+    rows: tty?.rows,
     write: (chunk: string) => {
       text += chunk;
       return true;
@@ -150,6 +151,24 @@ describe('terminal progress', () => {
     // The cursor is hidden while drawing, and shown again.
     expect(text().startsWith('\x1b[?25l')).toBe(true);
     expect(text().endsWith('\x1b[?25h')).toBe(true);
+  });
+
+  it('shows no more lines than the terminal has, running tasks first, and says what it left out', () => {
+    const { stream, text } = fakeStream({ columns: 80, rows: 4 });
+    const progress = createProgress(stream, { now: () => 0 });
+    const many: EvalSetStatus = {
+      ...tasks(0),
+      tasks: [
+        taskStatus({ name: 'a', state: 'done', samples: 5, completed: 5 }),
+        taskStatus({ name: 'b' }),
+        taskStatus({ name: 'c', state: 'waiting' }),
+      ],
+    };
+    progress.update(many);
+    progress.update(many);
+    const shown = screen(text());
+    expect(shown.map((l) => l.split(' ')[0])).toEqual(['b', 'total', '…']);
+    expect(shown[2]).toBe('… 2 more tasks (1 waiting, 1 finished)');
   });
 
   it('prints a line of its own above the display, and the display again below it', () => {
