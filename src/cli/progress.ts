@@ -74,7 +74,11 @@ function terminalProgress(stream: NodeJS.WriteStream, now: () => number): Progre
     drawn = lines.length;
   };
   const onResize = (): void => draw();
+  // The cursor is hidden while the display is drawn; an exit that skips stop() must not leave
+  // the user's shell without one (a terminal's writes are synchronous, so this one lands).
+  const showCursor = (): void => void stream.write('\x1b[?25h');
   stream.on?.('resize', onResize);
+  process.once('exit', showCursor);
   stream.write('\x1b[?25l');
   return {
     update(status) {
@@ -90,7 +94,8 @@ function terminalProgress(stream: NodeJS.WriteStream, now: () => number): Progre
     },
     stop() {
       stream.off?.('resize', onResize);
-      stream.write('\x1b[?25h');
+      process.off('exit', showCursor);
+      showCursor();
     },
   };
 }
