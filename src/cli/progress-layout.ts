@@ -28,7 +28,7 @@ const FORMS: Record<Field, (r: ProgressRow) => string[]> = {
         ? ['waiting']
         : r.etaMs === undefined
           ? ['']
-          : [`ETA ${duration(r.etaMs)}`],
+          : [`ETA ${etaText(r.etaMs)}`],
   hold: (r) => (r.hold === undefined ? [''] : [`held: ${r.hold}`, 'held']),
   rate: (r) =>
     r.perMinute === undefined
@@ -139,6 +139,11 @@ export function duration(ms: number): string {
   if (s < 3600) return `${Math.floor(s / 60)}m${pad(s % 60)}s`;
   if (s < 86_400) return `${Math.floor(s / 3600)}h${pad(Math.floor((s % 3600) / 60))}m`;
   return `${Math.floor(s / 86_400)}d${pad(Math.floor((s % 86_400) / 3600))}h`;
+}
+
+/** The ETA rounded up: `1s` rather than `0s` while a sample is still to finish. */
+export function etaText(ms: number): string {
+  return duration(Math.ceil(ms / 1000) * 1000);
 }
 
 /** One decimal below 10 a minute, whole numbers above. */

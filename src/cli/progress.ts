@@ -4,7 +4,7 @@
  * stdout carries only the result.
  */
 import type { EvalSetStatus, TaskStatus } from '../workflows/types';
-import { duration, perMinute, progressLines, rowsThatFit } from './progress-layout';
+import { duration, etaText, perMinute, progressLines, rowsThatFit } from './progress-layout';
 import {
   NOTHING_OBSERVED,
   observe,
@@ -128,6 +128,8 @@ function plainProgress(stream: NodeJS.WriteStream, now: () => number): ProgressV
 }
 
 function countsKey(t: TaskStatus, status: EvalSetStatus): string {
+  // A finished task is printed once, whatever the run's last reading says of its setpoint.
+  if (t.state === 'done') return `done ${t.completed} ${t.errored}`;
   const held = status.holds.global !== null || status.holds.tasks[t.name] !== undefined;
   return [
     t.state,
@@ -147,7 +149,7 @@ function countsKey(t: TaskStatus, status: EvalSetStatus): string {
 function plainLine(evalSet: string, r: ProgressRow): string {
   const extra = [
     r.perMinute === undefined ? undefined : `${perMinute(r.perMinute)} samples/min`,
-    r.etaMs === undefined ? undefined : `ETA ${duration(r.etaMs)}`,
+    r.etaMs === undefined ? undefined : `ETA ${etaText(r.etaMs)}`,
     r.rateLimitEpisodes > 0 ? `${r.rateLimitEpisodes} rate-limit episodes` : undefined,
     r.hold === undefined ? undefined : `held: ${r.hold}`,
     r.elapsedMs === undefined || r.elapsedMs < 1_000

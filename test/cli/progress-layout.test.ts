@@ -1,6 +1,7 @@
 import {
   drawBar,
   duration,
+  etaText,
   perMinute,
   progressLines,
   rowsThatFit,
@@ -140,6 +141,12 @@ test.each<[number, string]>([
   [7_380_000, '2h03m'],
   [273_600_000, '3d04h'],
 ])('duration(%d) = %s', (ms, text) => expect(duration(ms)).toBe(text));
+
+test.each<[number, string]>([
+  [200, '1s'],
+  [1_000, '1s'],
+  [59_001, '1m00s'],
+])('etaText(%d) = %s, rounded up', (ms, text) => expect(etaText(ms)).toBe(text));
 
 test.each<[number, string]>([
   [0, '0.0'],

@@ -72,6 +72,11 @@ describe('plain progress', () => {
     progress.update(status(0, 'running'));
     progress.update(status(1, 'running')); // within the quiet interval: not printed
     progress.update(status(2, 'done'));
+    // The run's last reading zeroes a finished task's setpoint: not news, not printed again.
+    progress.update({
+      ...status(2, 'done'),
+      tasks: [{ ...status(2, 'done').tasks[0], setpoint: 0 }],
+    });
     expect(lines()).toEqual([
       '[e] t: 0/2 done, 2 in flight, setpoint 4, 0 errors',
       '[e] t: 2/2 done, 0 in flight, setpoint 4, 0 errors (finished)',
