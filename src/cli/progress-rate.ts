@@ -132,12 +132,13 @@ export interface ProgressRow {
   hold?: string;
 }
 
-/** A row per task, then one for the whole eval set, named `total`. */
+/** A row per task, then one for the whole eval set, named `total`; none while it plans. */
 export function progressRows(
   observed: Observed,
   status: EvalSetStatus,
   now: number,
 ): ProgressRow[] {
+  if (status.tasks.length === 0) return [];
   const holds = status.holds;
   const rows = status.tasks.map((t) => {
     const hold = holds.global ?? holds.tasks[t.name];

@@ -90,6 +90,10 @@ function watch(seconds: number, statusAt: (second: number) => EvalSetStatus) {
 }
 
 describe('rows of a run', () => {
+  test('none while the eval set plans: no tasks, no total', () => {
+    expect(watch(3, () => ({ ...evalSet([]), state: 'planning' }))).toEqual([]);
+  });
+
   test('rate and ETA come from the completions observed, once readings span 5 s', () => {
     const at = (s: number) =>
       evalSet([
