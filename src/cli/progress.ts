@@ -1,28 +1,53 @@
 /**
- * Live progress of an eval set: a bar per task on a terminal, plain lines otherwise (CI logs,
- * pipes). Always on stderr, so stdout carries only the result.
+ * Live progress of an eval set: a line per task and one for the total on a terminal, redrawn in
+ * place and fitted to its width; plain lines otherwise (CI logs, pipes). Always on stderr, so
+ * stdout carries only the result.
  */
-import { MultiBar, Presets, type SingleBar } from 'cli-progress';
 import type { EvalSetStatus, TaskStatus } from '../workflows/types';
+import { duration, etaText, perMinute, progressLines, rowsThatFit } from './progress-layout';
+import {
+  NOTHING_OBSERVED,
+  observe,
+  progressRows,
+  type Observed,
+  type ProgressRow,
+} from './progress-rate';
 
 export interface ProgressView {
   update(status: EvalSetStatus): void;
+  /** Prints a line of its own without breaking the display (on a terminal, above it). */
+  log(line: string): void;
   stop(): void;
+}
+
+export interface ProgressOptions {
+  /** The clock readings are timed by (ms). */
+  now?: () => number;
 }
 
 /** Plain lines are printed when a task's numbers change, at most this often. */
 const PLAIN_EVERY_MS = 5_000;
+/** Used when a terminal does not say how wide it is. */
+const DEFAULT_COLUMNS = 80;
+const DEFAULT_ROWS = 24;
 
 /**
  * A view that draws nothing once stopped: a status reading still in flight when the run ends
  * must not print after the run's summary.
  */
-export function createProgress(stream: NodeJS.WriteStream = process.stderr): ProgressView {
-  const view = stream.isTTY ? barProgress(stream) : plainProgress(stream);
+export function createProgress(
+  stream: NodeJS.WriteStream = process.stderr,
+  { now = Date.now }: ProgressOptions = {},
+): ProgressView {
+  const view = stream.isTTY ? terminalProgress(stream, now) : plainProgress(stream, now);
   let stopped = false;
   return {
     update(status) {
       if (!stopped) view.update(status);
+    },
+    log(line) {
+      if (stopped) stream.write(`${line}\n`);
+      else view.log(line);
     },
     stop() {
       if (stopped) return;
@@ -32,56 +57,108 @@ export function createProgress(stream: NodeJS.WriteStream = process.stderr): Pro
   };
 }
 
-function barProgress(stream: NodeJS.WriteStream): ProgressView {
-  const multibar = new MultiBar(
-    {
-      stream,
-      format:
-        ' {task} [{bar}] {value}/{total} | in flight {in_flight} | setpoint {setpoint} | errors {errored}',
-      hideCursor: true,
-      clearOnComplete: false,
-      autopadding: true,
-    },
-    Presets.shades_classic,
-  );
-  const bars = new Map<string, SingleBar>();
+/** A block of lines redrawn in place: the cursor goes back up over the last drawing each time. */
+function terminalProgress(stream: NodeJS.WriteStream, now: () => number): ProgressView {
+  let observed: Observed = NOTHING_OBSERVED;
+  let rows: ProgressRow[] = [];
+  let drawn = 0;
+  const up = (): string => (drawn > 0 ? `\x1b[${drawn}A\r` : '');
+  const draw = (): void => {
+    // One column and one line spare: a line as wide as the terminal wraps on some terminals, and
+    // the cursor sits on the line below the display.
+    const width = (stream.columns || DEFAULT_COLUMNS) - 1;
+    const fit = rowsThatFit(rows, (stream.rows || DEFAULT_ROWS) - 1);
+    const lines = progressLines(fit.rows, width);
+    if (fit.leftOut !== undefined) lines.push(fit.leftOut.slice(0, width));
+    stream.write(`${up()}${lines.map((l) => `\x1b[2K${l}\n`).join('')}\x1b[J`);
+    drawn = lines.length;
+  };
+  const onResize = (): void => draw();
+  // The cursor is hidden while the display is drawn; an exit that skips stop() must not leave
+  // the user's shell without one (a terminal's writes are synchronous, so this one lands).
+  const showCursor = (): void => void stream.write('\x1b[?25h');
+  stream.on?.('resize', onResize);
+  process.once('exit', showCursor);
+  stream.write('\x1b[?25l');
   return {
     update(status) {
-      const width = Math.max(...status.tasks.map((t) => t.name.length));
-      for (const task of status.tasks) {
-        const payload = { ...task, task: task.name.padEnd(width) };
-        const done = task.completed + task.errored;
-        const bar = bars.get(task.name);
-        if (bar) bar.update(done, payload);
-        else bars.set(task.name, multibar.create(task.samples, done, payload));
-      }
+      const at = now();
+      observed = observe(observed, status, at);
+      rows = progressRows(observed, status, at);
+      draw();
     },
-    stop: () => multibar.stop(),
+    log(line) {
+      stream.write(`${up()}\x1b[J${line}\n`);
+      drawn = 0;
+      if (rows.length > 0) draw();
+    },
+    stop() {
+      stream.off?.('resize', onResize);
+      process.off('exit', showCursor);
+      showCursor();
+    },
   };
 }
 
-function plainProgress(stream: NodeJS.WriteStream): ProgressView {
+function plainProgress(stream: NodeJS.WriteStream, now: () => number): ProgressView {
+  let observed: Observed = NOTHING_OBSERVED;
   const last = new Map<string, string>();
-  let printedAt = 0;
+  let printedAt = Number.NEGATIVE_INFINITY;
   return {
     update(status) {
-      const now = Date.now();
-      const lines = status.tasks.map((t) => [t.name, plainLine(status.eval_set, t)] as const);
-      const changed = lines.filter(([name, line]) => last.get(name) !== line);
-      const finishing = changed.some(
-        ([name]) => status.tasks.find((t) => t.name === name)?.state === 'done',
-      );
-      if (changed.length === 0 || (now - printedAt < PLAIN_EVERY_MS && !finishing)) return;
-      printedAt = now;
-      for (const [name, line] of changed) {
-        last.set(name, line);
-        stream.write(`${line}\n`);
+      const at = now();
+      observed = observe(observed, status, at);
+      const rows = progressRows(observed, status, at);
+      // Whether a task moved is judged by its counts; its rate and ETA drift on their own.
+      const moved = status.tasks.filter((t) => last.get(t.name) !== countsKey(t, status));
+      const finishing = moved.some((t) => t.state === 'done');
+      if (moved.length === 0 || (at - printedAt < PLAIN_EVERY_MS && !finishing)) return;
+      printedAt = at;
+      for (const t of moved) {
+        last.set(t.name, countsKey(t, status));
+        const row = rows.find((r) => r.name === t.name && r !== rows[rows.length - 1]);
+        if (row) stream.write(`${plainLine(status.eval_set, row)}\n`);
       }
+      if (status.tasks.length > 1)
+        stream.write(`${plainLine(status.eval_set, rows[rows.length - 1])}\n`);
     },
+    log: (line) => void stream.write(`${line}\n`),
     stop: () => undefined,
   };
 }
 
-function plainLine(evalSet: string, t: TaskStatus): string {
-  return `[${evalSet}] ${t.name}: ${t.completed + t.errored}/${t.samples} done, ${t.in_flight} in flight, setpoint ${t.setpoint}, ${t.errored} errors${t.state === 'done' ? ' (finished)' : ''}`;
+function countsKey(t: TaskStatus, status: EvalSetStatus): string {
+  // A finished task is printed once, whatever the run's last reading says of its setpoint.
+  if (t.state === 'done') return `done ${t.completed} ${t.errored}`;
+  const held = status.holds.global !== null || status.holds.tasks[t.name] !== undefined;
+  return [
+    t.state,
+    t.completed,
+    t.errored,
+    t.in_flight,
+    t.setpoint,
+    t.rate_limit_episodes,
+    held,
+  ].join(' ');
+}
+
+/**
+ * `[set] task: 40/100 done, 10 in flight, setpoint 10, 0 errors`, then what is known of the
+ * rest: the rate and ETA once measured, 429s when there were any, the hold, elapsed time.
+ */
+function plainLine(evalSet: string, r: ProgressRow): string {
+  const extra = [
+    r.perMinute === undefined ? undefined : `${perMinute(r.perMinute)} samples/min`,
+    r.etaMs === undefined ? undefined : `ETA ${etaText(r.etaMs)}`,
+    r.rateLimitEpisodes > 0 ? `${r.rateLimitEpisodes} rate-limit episodes` : undefined,
+    r.hold === undefined ? undefined : `held: ${r.hold}`,
+    r.elapsedMs === undefined || r.elapsedMs < 1_000
+      ? undefined
+      : `elapsed ${duration(r.elapsedMs)}`,
+  ].filter((s) => s !== undefined);
+  return (
+    `[${evalSet}] ${r.name}: ${r.done}/${r.total} done, ${r.inFlight} in flight, setpoint ${r.setpoint}, ${r.errors} errors` +
+    extra.map((s) => `, ${s}`).join('') +
+    (r.state === 'done' ? ' (finished)' : '')
+  );
 }

@@ -21,6 +21,7 @@ import { stewardHome } from '../../util/home';
 import { watchLineage } from '../../util/lineage';
 import { PACKAGE_ROOT } from '../../workers/bundle';
 import { runSupervisor } from '../../workers/supervisor';
+import { detachedLogFile, runningDetachedFleet } from '../../workers/detached';
 import Dockerode from 'dockerode';
 import { reapSandboxes } from '../../sandbox/cleanup';
 import { resultAcrossOutages } from '../../client/result';
@@ -85,7 +86,8 @@ export async function launchCommand(file: string, opts: LaunchOptions): Promise<
   const workflowId = evalSetWorkflowId(definition.name);
 
   let handle: WorkflowHandle<typeof evalSet>;
-  if (await isRunning(client, workflowId)) {
+  const reattached = await isRunning(client, workflowId);
+  if (reattached) {
     say(`eval set ${definition.name} is already running: re-attaching`);
     handle = client.workflow.getHandle(workflowId);
   } else {
@@ -133,14 +135,19 @@ export async function launchCommand(file: string, opts: LaunchOptions): Promise<
   // An edit of `_steward.yaml` steers the live run, unless a flag or variable wins over it.
   const rampOrigin = chosen.origins.samples_ramp;
   const rampFromFile = rampOrigin !== 'flag' && rampOrigin !== 'env';
-  return watch(client, handle, temporal, { ...opts, rampFromFile });
+  return watch(client, handle, temporal, {
+    ...opts,
+    rampFromFile,
+    evalSet: definition.name,
+    reattached,
+  });
 }
 
 async function watch(
   client: Client,
   handle: WorkflowHandle<typeof evalSet>,
   temporal: TemporalTarget,
-  opts: LaunchOptions & { rampFromFile: boolean },
+  opts: LaunchOptions & { rampFromFile: boolean; evalSet: string; reattached: boolean },
 ): Promise<number> {
   const stop = new AbortController();
   let unwatchLineage = (): void => undefined;
@@ -159,10 +166,11 @@ async function watch(
     stewardDir: stewardHome(process.env),
     signal: stop.signal,
   });
-  const unwatch = opts.rampFromFile
-    ? watchStewardYaml(process.cwd(), handle, (line) => process.stderr.write(`${line}\n`))
-    : () => undefined;
+  // Lines printed while progress shows go through it, so they do not break its drawing.
   const progress = createProgress();
+  const unwatch = opts.rampFromFile
+    ? watchStewardYaml(process.cwd(), handle, (line) => progress.log(line))
+    : () => undefined;
   // One reading at a time: each asks every running task, and a task's query waits behind its
   // samples' reports. Readings that overlapped on a busy server slowed it further (20 tasks of
   // 100 samples fell from ~20 to 5 samples/s as queries piled up).
@@ -181,10 +189,10 @@ async function watch(
       // The fleet rides out a Temporal restart (its workers reconnect), and so does this wait.
       resultAcrossOutages(handle, {
         onLost: (err) =>
-          process.stderr.write(
-            `lost Temporal at ${temporal.address} (${innermostCause(err).message}); waiting for it to come back\n`,
+          progress.log(
+            `lost Temporal at ${temporal.address} (${innermostCause(err).message}); waiting for it to come back`,
           ),
-        onBack: () => process.stderr.write(`Temporal at ${temporal.address} answers again\n`),
+        onBack: () => progress.log(`Temporal at ${temporal.address} answers again`),
       }),
       interrupted,
       supervisor.then(() => 'stopped' as const),
@@ -192,8 +200,18 @@ async function watch(
     if (outcome === 'interrupted' || outcome === 'stopped') {
       // Stopping the fleet waits for its workers; it must not keep a stopped launch alive.
       setTimeout(() => process.exit(130), STOP_DEADLINE_MS).unref();
+      progress.stop();
+      const home = stewardHome(process.env);
+      const detachedPid = opts.reattached ? runningDetachedFleet(home, opts.evalSet) : undefined;
       process.stderr.write(
-        '\nstopped; the eval set keeps everything completed so far: run `steward launch` again to resume\n',
+        `\n${stoppedMessage({
+          evalSet: opts.evalSet,
+          reattached: opts.reattached,
+          detached:
+            detachedPid === undefined
+              ? undefined
+              : { pid: detachedPid, log: detachedLogFile(home, opts.evalSet) },
+        })}\n`,
       );
       return 130;
     }
@@ -248,6 +266,30 @@ async function watch(
     stop.abort();
     await supervisor.catch(() => undefined);
   }
+}
+
+/**
+ * What a stopped launch says is left running and how to stop it. Stopping a launch stops its own
+ * fleet; the eval set's workflow lives on in Temporal, and a fleet `launch --detach` started
+ * before this launch re-attached goes on running its samples.
+ */
+export function stoppedMessage(stopped: {
+  evalSet: string;
+  reattached: boolean;
+  detached?: { pid: number; log: string };
+}): string {
+  const { evalSet, detached } = stopped;
+  if (detached)
+    return [
+      `stopped this launch's workers, but eval set ${evalSet} keeps running: the workers \`steward launch --detach\` started (pid ${detached.pid}, log ${detached.log}) go on running its samples.`,
+      `Follow it with \`steward status ${evalSet}\`; stop those workers with \`kill ${detached.pid}\` (the eval set keeps everything completed, and \`steward launch\` resumes it).`,
+    ].join('\n');
+  if (stopped.reattached)
+    return [
+      `stopped this launch's workers; eval set ${evalSet} stays running in Temporal, and any other \`steward launch\` or \`steward workers\` serving it keeps going.`,
+      `\`steward status ${evalSet}\` shows whether workers still answer; run \`steward launch\` again to resume it here.`,
+    ].join('\n');
+  return 'stopped; the eval set keeps everything completed so far: run `steward launch` again to resume';
 }
 
 /**
@@ -315,7 +357,7 @@ function detachWorkers(name: string): void {
   // With TEMPORAL_ADDRESS set nothing else has made STEWARD_HOME yet.
   const home = stewardHome(process.env);
   mkdirSync(home, { recursive: true });
-  const log = openSync(path.join(home, `workers-${name}.log`), 'a');
+  const log = openSync(detachedLogFile(home, name), 'a');
   const child = spawn(
     process.execPath,
     [path.join(PACKAGE_ROOT, 'bin', 'steward.js'), 'workers', name, '--until-done', '--detached'],

@@ -5,6 +5,7 @@ import { readStatus } from '../../client/status';
 import { connectClient, resolveTemporal } from '../../temporal/connection';
 import { stewardHome } from '../../util/home';
 import { watchLineage } from '../../util/lineage';
+import { recordDetachedFleet } from '../../workers/detached';
 import { runSupervisor } from '../../workers/supervisor';
 import { evalSetWorkflowId } from '../../workflows/types';
 
@@ -38,6 +39,11 @@ export async function workersCommand(
         console.error('steward workers: the process that started it has exited; stopping');
         stop.abort();
       });
+  if (opts.detached && name) {
+    // A launch that re-attaches to the eval set says that this fleet outlives it, and its pid.
+    const forget = recordDetachedFleet(stewardHome(process.env), name);
+    process.once('exit', forget);
+  }
   const temporal = await resolveTemporal(process.env, { onProgress: (m) => console.error(m) });
   const client = await connectClient(temporal);
   const evalSetIds = name ? [evalSetWorkflowId(name)] : undefined;
