@@ -3,6 +3,7 @@
  * place and fitted to its width; plain lines otherwise (CI logs, pipes). Always on stderr, so
  * stdout carries only the result.
  */
+import { MultiBar, type SingleBar } from 'cli-progress';
 import type { EvalSetStatus, TaskStatus } from '../workflows/types';
 import { duration, etaText, perMinute, progressLines, rowsThatFit } from './progress-layout';
 import {
@@ -57,29 +58,42 @@ export function createProgress(
   };
 }
 
-/** A block of lines redrawn in place: the cursor goes back up over the last drawing each time. */
+/**
+ * A block of lines redrawn in place by cli-progress (cursor, redraw and messages above the
+ * display are its job); each of its bars is one line, laid out here to the terminal's width.
+ */
 function terminalProgress(stream: NodeJS.WriteStream, now: () => number): ProgressView {
   let observed: Observed = NOTHING_OBSERVED;
   let rows: ProgressRow[] = [];
-  let drawn = 0;
-  const up = (): string => (drawn > 0 ? `\x1b[${drawn}A\r` : '');
+  const multibar = new MultiBar({
+    stream,
+    format: (_options, _params, payload: { line: string }) => payload.line,
+    hideCursor: true,
+    clearOnComplete: false,
+    // Lines are laid out to fit; a redraw must not skip one that a message above overwrote.
+    forceRedraw: true,
+  });
+  const bars: SingleBar[] = [];
   const draw = (): void => {
-    // One column and one line spare: a line as wide as the terminal wraps on some terminals, and
-    // the cursor sits on the line below the display.
+    // One column spare: a line as wide as the terminal wraps on some terminals. One line spare:
+    // the cursor's.
     const width = (stream.columns || DEFAULT_COLUMNS) - 1;
     const fit = rowsThatFit(rows, (stream.rows || DEFAULT_ROWS) - 1);
     const lines = progressLines(fit.rows, width);
     if (fit.leftOut !== undefined) lines.push(fit.leftOut.slice(0, width));
-    stream.write(`${up()}${lines.map((l) => `\x1b[2K${l}\n`).join('')}\x1b[J`);
-    drawn = lines.length;
+    while (bars.length > lines.length) multibar.remove(bars.pop()!);
+    lines.forEach((line, i) => {
+      if (i < bars.length) bars[i].update({ line });
+      else bars.push(multibar.create(1, 0, { line }));
+    });
+    multibar.update();
   };
   const onResize = (): void => draw();
-  // The cursor is hidden while the display is drawn; an exit that skips stop() must not leave
-  // the user's shell without one (a terminal's writes are synchronous, so this one lands).
-  const showCursor = (): void => void stream.write('\x1b[?25h');
+  // An exit that skips stop() must not leave the user's shell without a cursor (a terminal's
+  // writes are synchronous, so stop's land).
+  const restore = (): void => multibar.stop();
   stream.on?.('resize', onResize);
-  process.once('exit', showCursor);
-  stream.write('\x1b[?25l');
+  process.once('exit', restore);
   return {
     update(status) {
       const at = now();
@@ -88,14 +102,13 @@ function terminalProgress(stream: NodeJS.WriteStream, now: () => number): Progre
       draw();
     },
     log(line) {
-      stream.write(`${up()}\x1b[J${line}\n`);
-      drawn = 0;
-      if (rows.length > 0) draw();
+      multibar.log(`${line}\n`);
+      multibar.update();
     },
     stop() {
       stream.off?.('resize', onResize);
-      process.off('exit', showCursor);
-      showCursor();
+      process.off('exit', restore);
+      multibar.stop();
     },
   };
 }

@@ -23,19 +23,24 @@ function fakeStream(tty?: { columns: number; rows?: number }): {
 /** The escape character, built so that no regular expression literal holds a control character. */
 const ESC = String.fromCharCode(27);
 
-/** What a terminal shows after `text`: cursor-up, erase-line and erase-below applied. */
+/**
+ * What a terminal shows after `text`: cursor-up, column, erase-line and erase-below applied
+ * (lines are written whole from their first column, so a column move keeps what is left of it).
+ */
 function screen(text: string): string[] {
   const rows: string[] = [];
   let row = 0;
   const parts = text.split(new RegExp(`(${ESC}\\[[0-9;?]*[A-Za-z]|\r|\n)`));
   for (const part of parts) {
     const up = new RegExp(`^${ESC}\\[(\\d+)A$`).exec(part);
+    const column = new RegExp(`^${ESC}\\[(\\d+)G$`).exec(part);
     if (up) row -= Number(up[1]);
+    else if (column) rows[row] = (rows[row] ?? '').slice(0, Number(column[1]) - 1);
     else if (part === '\n') row += 1;
-    else if (part === '\x1b[2K') rows[row] = '';
+    else if (part === `${ESC}[2K` || part === '\r') rows[row] = '';
     // Always at the start of a line here: erases it and all below.
-    else if (part === '\x1b[J') rows.length = row;
-    else if (part === '\r' || part.startsWith('\x1b')) continue;
+    else if (part === `${ESC}[J` || part === `${ESC}[0J`) rows.length = row;
+    else if (part.startsWith(ESC)) continue;
     else if (part) rows[row] = (rows[row] ?? '') + part;
   }
   return rows.filter((r) => r !== undefined && r !== '');
@@ -153,9 +158,10 @@ describe('terminal progress', () => {
       'total      30/1100 | ETA 5m57s  | held | 180/min | in flight 14/22 | errors 0',
     ]);
     progress.stop();
-    // The cursor is hidden while drawing, and shown again.
+    // The cursor is hidden while drawing, and shown again once stopped, the lines left in place.
     expect(text().startsWith('\x1b[?25l')).toBe(true);
-    expect(text().endsWith('\x1b[?25h')).toBe(true);
+    expect(text().lastIndexOf('\x1b[?25h')).toBeGreaterThan(text().lastIndexOf('\x1b[?25l'));
+    expect(screen(text())).toHaveLength(3);
   });
 
   it('shows no more lines than the terminal has, running tasks first, and says what it left out', () => {
@@ -174,6 +180,7 @@ describe('terminal progress', () => {
     const shown = screen(text());
     expect(shown.map((l) => l.split(' ')[0])).toEqual(['b', 'total', '…']);
     expect(shown[2]).toBe('… 2 more tasks (1 waiting, 1 finished)');
+    progress.stop();
   });
 
   it('prints a line of its own above the display, and the display again below it', () => {
@@ -186,5 +193,6 @@ describe('terminal progress', () => {
     expect(shown[0]).toBe('lost Temporal at 127.0.0.1:7233; waiting for it to come back');
     expect(shown.slice(1).map((l) => l.split(' ')[0])).toEqual(['arithmetic', 'capitals', 'total']);
     expect(shown[1]).toContain('2/100');
+    progress.stop();
   });
 });
