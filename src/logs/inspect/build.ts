@@ -42,8 +42,6 @@ export interface TaskLogSource {
    * recorded samples stand in: Inspect reads samples by these ids.
    */
   sampleIds?: Array<string | number>;
-  /** `cancelled` when the task was cancelled before it ended. */
-  cancelled?: boolean;
   /** Steward's version, for the spec's `packages`. */
   stewardVersion: string;
 }
@@ -172,7 +170,6 @@ export function evalSetManifest(
 }
 
 function statusOf(source: TaskLogSource): InspectStatus {
-  if (source.cancelled) return 'cancelled';
   if (!source.summary) return 'started';
   return source.summary.errored > 0 ? 'error' : 'success';
 }
