@@ -237,12 +237,34 @@ describeIfReady('Inspect AI reads and shows what the examples wrote', () => {
 
   /** Each log dir served by `inspect view` and loaded by Chromium: the page's text, and a screenshot. */
   async function renderViews(all: Run[]): Promise<Record<string, string>> {
-    const request = {
-      python: PYTHON,
-      chromium: CHROMIUM,
-      artifacts: ARTIFACTS,
-      views: all.map((r) => ({ name: r.example, logDir: r.logDir, expect: r.tasks })),
-    };
+    const views = await Promise.all(
+      all.map(async (run) => {
+        // The page is read once it shows every task's sample count and score, not just its name.
+        const shown = await Promise.all(
+          run.tasks.map(async (task) => {
+            const summary = await readJson<TaskSummary>(
+              path.join(run.logDir, task, 'summary.json'),
+            );
+            return [task, String(summary.completed), viewerScore(summary.metrics!.accuracy)];
+          }),
+        );
+        return {
+          name: run.example,
+          logDir: run.logDir,
+          expect: shown.flat(),
+          ...(run.example === 'agentic'
+            ? {
+                sample: {
+                  task: 'shell-arithmetic',
+                  id: 'times',
+                  expect: ['Sample times', 'The shell says 42.', 'submit'],
+                },
+              }
+            : {}),
+        };
+      }),
+    );
+    const request = { python: PYTHON, chromium: CHROMIUM, artifacts: ARTIFACTS, views };
     const tsx = path.join(REPO_ROOT, 'node_modules', '.bin', 'tsx');
     const shown = await runCommand(tsx, [VIEWER, JSON.stringify(request)]);
     if (shown.code !== 0) throw new Error(`the browser check failed:\n${shown.stderr}`);
@@ -405,6 +427,24 @@ describeIfReady('Inspect AI reads and shows what the examples wrote', () => {
       expect(row).toContain(viewerScore(summary.metrics!.accuracy));
     },
   );
+
+  test("an agentic sample's page shows its conversation: the bash call, its result, the submit", () => {
+    const lines = pages['agentic/sample'].split('\n').map((l) => l.trim());
+    const from = lines.indexOf('USER');
+    expect(from).toBeGreaterThan(0);
+    // In the viewer's order: the user's input, the bash call and its output, the assistant's
+    // text, the submit call.
+    const order = [
+      'Use the shell to compute 6 × 7, and submit the number.',
+      'bash',
+      'echo $((6 * 7))',
+      '42',
+      'The shell says 42.',
+      'submit',
+    ].map((t) => lines.indexOf(t, from));
+    expect(order.every((i) => i > from)).toBe(true);
+    expect([...order].sort((a, b) => a - b)).toEqual(order);
+  });
 
   test('an errored sample reads as an error, with the dataset input it failed on', async () => {
     // Written from records by `steward logs export`: a task whose summary counts one failure.

@@ -16,8 +16,64 @@ interface Request {
   python: string;
   chromium: string;
   artifacts: string;
-  /** Each log dir to show, and the texts to wait for on its page. */
-  views: Array<{ name: string; logDir: string; expect: string[] }>;
+  /**
+   * Each log dir to show, and the texts to wait for on its page; `sample`: then open that task's
+   * log and that sample (clicking, as a user does) and wait for its texts too.
+   */
+  views: Array<{
+    name: string;
+    logDir: string;
+    expect: string[];
+    sample?: { task: string; id: string; expect: string[] };
+  }>;
+}
+
+type Page = Awaited<ReturnType<Awaited<ReturnType<typeof puppeteer.launch>>['newPage']>>;
+
+function bodyText(page: Page): Promise<string> {
+  return page.evaluate(
+    () =>
+      (globalThis as unknown as { document: { body: { innerText: string } } }).document.body
+        .innerText,
+  );
+}
+
+async function waitForTexts(page: Page, expected: string[]): Promise<void> {
+  await page.waitForFunction(
+    (texts: string[]) => {
+      const body = (globalThis as unknown as { document: { body: { innerText: string } } }).document
+        .body;
+      return texts.every((t) => body.innerText.includes(t));
+    },
+    { timeout: TIMEOUT_MS },
+    expected,
+  );
+}
+
+/**
+ * The page's text once it has stopped changing for a while: the viewer fills a task's row (its
+ * samples, score, tokens) after the row itself appears, as each log's header arrives.
+ */
+async function settledText(page: Page, quietMs = 2_000): Promise<string> {
+  const deadline = Date.now() + TIMEOUT_MS;
+  let text = await bodyText(page);
+  let since = Date.now();
+  while (Date.now() - since < quietMs) {
+    if (Date.now() > deadline) throw new Error('the page kept changing');
+    await new Promise((resolve) => setTimeout(resolve, 250));
+    const now = await bodyText(page);
+    if (now !== text) {
+      text = now;
+      since = Date.now();
+    }
+  }
+  return text;
+}
+
+async function click(page: Page, xpath: string): Promise<void> {
+  const found = await page.waitForSelector(`xpath/${xpath}`, { timeout: TIMEOUT_MS });
+  if (!found) throw new Error(`nothing on the page matches ${xpath}`);
+  await found.click();
 }
 
 const TIMEOUT_MS = 120_000;
@@ -79,23 +135,21 @@ async function main(request: Request): Promise<Record<string, string>> {
         const page = await browser.newPage();
         await page.setViewport({ width: 1400, height: 640 });
         await page.goto(url, { waitUntil: 'networkidle0', timeout: TIMEOUT_MS });
-        await page.waitForFunction(
-          (expected: string[]) => {
-            const body = (globalThis as unknown as { document: { body: { innerText: string } } })
-              .document.body;
-            return expected.every((t) => body.innerText.includes(t));
-          },
-          { timeout: TIMEOUT_MS },
-          view.expect,
-        );
-        texts[view.name] = await page.evaluate(
-          () =>
-            (globalThis as unknown as { document: { body: { innerText: string } } }).document.body
-              .innerText,
-        );
+        await waitForTexts(page, view.expect);
+        texts[view.name] = await settledText(page);
         await page.screenshot({
           path: path.join(request.artifacts, `inspect-view-${view.name}.png`),
         });
+        if (view.sample) {
+          await page.setViewport({ width: 1400, height: 760 });
+          await click(page, `.//a[contains(., "${view.sample.task}")]`);
+          await click(page, `.//*[normalize-space(text())="${view.sample.id}"]`);
+          await waitForTexts(page, view.sample.expect);
+          texts[`${view.name}/sample`] = await settledText(page);
+          await page.screenshot({
+            path: path.join(request.artifacts, `inspect-view-${view.name}-sample.png`),
+          });
+        }
         await page.close();
       } finally {
         await stop(server);
