@@ -11,12 +11,16 @@
  */
 import { existsSync, promises as fs } from 'node:fs';
 import * as path from 'node:path';
+import { Client, Connection } from '@temporalio/client';
 import { parse, stringify } from 'yaml';
 import type { SampleErrorRecord, TaskSummary } from '../src/logs/store';
 import { ensureBusyboxImage } from '../src/sandbox/image';
 import { startSimProvider, type SimProvider } from '../src/sim/provider';
+import { INSPECT_LOG_PATCH } from '../src/workflows/inspect-log';
+import { evalSetWorkflowId, taskWorkflowId } from '../src/workflows/types';
 import { requireDocker } from './fixtures/docker/docker';
 import { REPO_ROOT, runCli, runCommand, tempDir, uniqueName } from './helpers/cli';
+import { replayAllRuns } from './helpers/replay';
 import { readSampleRecords } from './helpers/results';
 
 const PYTHON =
@@ -446,6 +450,32 @@ describeIfReady('Inspect AI reads and shows what the examples wrote', () => {
     expect([...order].sort((a, b) => a - b)).toEqual(order);
   });
 
+  test("ramp-demo's task asked for rewrites as it ran, guarded by its patch, and its history replays", async () => {
+    const client = new Client({
+      connection: await Connection.connect({ address: process.env.TEMPORAL_ADDRESS }),
+      namespace: process.env.TEMPORAL_NAMESPACE,
+    });
+    try {
+      const id = taskWorkflowId(evalSetWorkflowId(runOf('ramp-demo').name), 'questions');
+      const events = (await client.workflow.getHandle(id).fetchHistory()).events ?? [];
+      const patches = events.flatMap((e) =>
+        (e.markerRecordedEventAttributes?.details?.['patch-data']?.payloads ?? []).map((p) =>
+          Buffer.from(p.data ?? []).toString(),
+        ),
+      );
+      expect(patches.join('\n')).toContain(`"id":"${INSPECT_LOG_PATCH}"`);
+      // Bounded: more than one rewrite while 400 samples ran, far fewer than one per sample.
+      const rewrites = events.filter(
+        (e) => e.activityTaskScheduledEventAttributes?.activityType?.name === 'writeInspectLog',
+      ).length;
+      expect(rewrites).toBeGreaterThanOrEqual(2);
+      expect(rewrites).toBeLessThanOrEqual(40);
+      expect(await replayAllRuns(client, [id])).toBeGreaterThanOrEqual(1);
+    } finally {
+      await client.connection.close();
+    }
+  });
+
   test('an errored sample reads as an error, with the dataset input it failed on', async () => {
     // Written from records by `steward logs export`: a task whose summary counts one failure.
     const run = runOf('hello');
@@ -478,6 +508,9 @@ describeIfReady('Inspect AI reads and shows what the examples wrote', () => {
     for (const name of await fs.readdir(dir))
       if (name.endsWith('.eval')) await fs.rm(path.join(dir, name));
 
+    const notALogDir = await runCli(['logs', 'export', await tempDir()]);
+    expect(notALogDir.code).toBe(2);
+    expect(notALogDir.stderr).toContain('holds no Steward task records');
     const exported = await runCli(['logs', 'export', dir]);
     expect(exported.code).toBe(0);
     expect(exported.stdout).toMatch(/_arithmetic_\w+\.eval {2}error, 40 samples/);
