@@ -15,6 +15,7 @@ import {
   proxyActivities,
   setDefaultSignalHandler,
   setHandler,
+  sleep,
   workflowInfo,
 } from '@temporalio/workflow';
 import type { TaskActivities } from '../activities/task';
@@ -137,6 +138,22 @@ async function runTask(input: EvalTaskInput): Promise<TaskResult> {
         changed = true;
       });
   };
+  // One timer at a time wakes the loop when a rebuild falls due by time: a timeout on each wait
+  // below would start and cancel a timer for every report.
+  let logTimer = false;
+  const wakeForLog = (cadence: InspectLogCadence): void => {
+    const wake = cadence.wakeIn(Date.now());
+    if (wake === undefined || logTimer) return;
+    logTimer = true;
+    void sleep(wake).then(
+      () => {
+        logTimer = false;
+        changed = true;
+      },
+      // Cancelled with the task: nothing to wake.
+      () => undefined,
+    );
+  };
   /** Waits for a rebuild in progress: one writer at a time, and none left behind by this run. */
   const logSettled = async (): Promise<void> => {
     if (logCadence?.inProgress) await condition(() => !logCadence.inProgress);
@@ -231,6 +248,7 @@ async function runTask(input: EvalTaskInput): Promise<TaskResult> {
     if (countRanges(carry.pending) > 0 && inFlight.size >= setpoint) carry.saturations++;
     if (countRanges(carry.pending) === 0 && inFlight.size === 0) break;
     if (logCadence?.due(Date.now())) rebuildLog(logCadence);
+    else if (logCadence) wakeForLog(logCadence);
     if (shouldContinueAsNew()) {
       await logSettled();
       await condition(allHandlersFinished);
@@ -247,9 +265,7 @@ async function runTask(input: EvalTaskInput): Promise<TaskResult> {
     // Without a timeout `condition` resolves to undefined, not true: only a timed wait can mean
     // that handed-over samples went silent.
     if (handedOver.size === 0) {
-      const wake = logCadence?.wakeIn(Date.now());
-      if (wake === undefined) await condition(() => changed);
-      else await condition(() => changed, wake);
+      await condition(() => changed);
       continue;
     }
     if (!(await condition(() => changed, HANDED_OVER_SILENCE))) {
