@@ -341,10 +341,21 @@ describe('the rebuild cadence', () => {
     cadence.noteSample();
     expect(cadence.due(10_001)).toBe(false); // by count, but one is in progress
     expect(cadence.wakeIn(10_001)).toBeUndefined();
-    cadence.finish();
-    expect(cadence.due(10_001)).toBe(true); // by count
-    cadence.start(10_001);
-    cadence.finish();
+    cadence.finish(10_001);
+    expect(cadence.due(10_004)).toBe(true); // by count, once its cost (1 ms) is waited out 3 times
+    cadence.start(10_004);
+    cadence.finish(10_005);
     expect(cadence.due(50_000)).toBe(false); // all written
+  });
+
+  test('a costly rebuild holds the next back three times as long, whatever the count says', () => {
+    const cadence = new InspectLogCadence(3, 0, 10_000);
+    cadence.noteSample();
+    cadence.start(10_000);
+    cadence.finish(18_000); // 8 s to write
+    for (let i = 0; i < 5; i++) cadence.noteSample();
+    expect(cadence.due(20_000)).toBe(false);
+    expect(cadence.wakeIn(20_000)).toBe(22_000); // 18 s + 3 × 8 s
+    expect(cadence.due(42_000)).toBe(true);
   });
 });

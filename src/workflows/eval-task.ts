@@ -134,7 +134,7 @@ async function runTask(input: EvalTaskInput): Promise<TaskResult> {
         log.warn('the Inspect log was not rewritten', { error: (err as Error).message }),
       )
       .finally(() => {
-        cadence.finish();
+        cadence.finish(Date.now());
         changed = true;
       });
   };
