@@ -26,6 +26,7 @@ import {
 /** Inspect's log format version (`LOG_SCHEMA_VERSION`). */
 export const INSPECT_LOG_VERSION = 2;
 
+/** Inspect's `EvalStatus`; Steward's records give all but `cancelled` (docs/log-format.md). */
 export type InspectStatus = 'started' | 'success' | 'error' | 'cancelled';
 
 /** What a task's log is built from: its records in the log dir. */

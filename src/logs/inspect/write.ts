@@ -14,7 +14,7 @@ import { pipeline } from 'node:stream/promises';
 import { ZipFile } from 'yazl';
 import type { TaskIdentity } from '../../definition/identity';
 import { logWriteError, type LogStore } from '../store';
-import { buildInspectLog, evalSetManifest, inspectLogFileName, type InspectLog, type InspectStatus } from './build';
+import { buildInspectLog, evalSetManifest, type InspectLog, type InspectStatus } from './build';
 
 const PACKAGE_ROOT = path.resolve(__dirname, '..', '..', '..');
 
@@ -62,12 +62,6 @@ export async function writeTaskInspectLog(
   return { file, status: log.status, samples: samples.length + errors.length };
 }
 
-/** The path a task's `.eval` has (or will have) in the log dir, once the task has run. */
-export async function taskInspectLogPath(store: LogStore, task: string): Promise<string | undefined> {
-  const identity = await store.readTaskIdentity(task);
-  return identity ? path.join(store.dir, inspectLogFileName(identity)) : undefined;
-}
-
 /** Writes `<log_dir>/eval-set.json` for the eval set's tasks, in the definition's order. */
 export async function writeEvalSetManifest(
   dir: string,
@@ -98,6 +92,13 @@ async function replaceFile(file: string, write: (tmp: string) => Promise<void>):
   try {
     await fs.mkdir(path.dirname(file), { recursive: true });
     await write(tmp);
+    // On disk before it takes the name: a crash after the rename never leaves an empty file.
+    const handle = await fs.open(tmp, 'r+');
+    try {
+      await handle.sync();
+    } finally {
+      await handle.close();
+    }
     await fs.rename(tmp, file);
   } catch (err) {
     await fs.rm(tmp, { force: true }).catch(() => undefined);
