@@ -249,13 +249,22 @@ describeIfReady('Inspect AI reads and shows what the examples wrote', () => {
             const summary = await readJson<TaskSummary>(
               path.join(run.logDir, task, 'summary.json'),
             );
-            return [task, String(summary.completed), viewerScore(summary.metrics!.accuracy)];
+            return {
+              first: task,
+              contains: [String(summary.completed), viewerScore(summary.metrics!.accuracy)],
+            };
           }),
         );
+        // One log opens on itself: its metrics and "<n> Samples"; several, the set's list.
+        const [only] = shown;
+        const single = {
+          expect: [only.first, `${only.contains[0]} Samples`, only.contains[1]],
+        };
+        const list = { expect: run.tasks, rows: shown.map((row) => ({ ...row, within: 8 })) };
         return {
           name: run.example,
           logDir: run.logDir,
-          expect: shown.flat(),
+          ...(run.tasks.length === 1 ? single : list),
           ...(run.example === 'agentic'
             ? {
                 sample: {

@@ -24,6 +24,11 @@ interface Request {
     name: string;
     logDir: string;
     expect: string[];
+    /**
+     * Rows to wait for: a line that is `first`, followed within `within` lines by each of
+     * `contains` (the viewer fills a task's columns after its name appears).
+     */
+    rows?: Array<{ first: string; contains: string[]; within: number }>;
     sample?: { task: string; id: string; expect: string[] };
   }>;
 }
@@ -38,15 +43,29 @@ function bodyText(page: Page): Promise<string> {
   );
 }
 
-async function waitForTexts(page: Page, expected: string[]): Promise<void> {
+async function waitForTexts(
+  page: Page,
+  expected: string[],
+  rows: Array<{ first: string; contains: string[]; within: number }> = [],
+): Promise<void> {
   await page.waitForFunction(
-    (texts: string[]) => {
+    (texts: string[], wanted: typeof rows) => {
       const body = (globalThis as unknown as { document: { body: { innerText: string } } }).document
         .body;
-      return texts.every((t) => body.innerText.includes(t));
+      const lines = body.innerText.split('\n').map((l) => l.trim());
+      // No named functions in here: tsx would wrap them in a helper the page does not have.
+      return (
+        texts.every((t) => body.innerText.includes(t)) &&
+        wanted.every((row) => {
+          const at = lines.indexOf(row.first);
+          const after = lines.slice(at + 1, at + 1 + row.within);
+          return at >= 0 && row.contains.every((t) => after.includes(t));
+        })
+      );
     },
     { timeout: TIMEOUT_MS },
     expected,
+    rows,
   );
 }
 
@@ -135,7 +154,7 @@ async function main(request: Request): Promise<Record<string, string>> {
         const page = await browser.newPage();
         await page.setViewport({ width: 1400, height: 640 });
         await page.goto(url, { waitUntil: 'networkidle0', timeout: TIMEOUT_MS });
-        await waitForTexts(page, view.expect);
+        await waitForTexts(page, view.expect, view.rows);
         texts[view.name] = await settledText(page);
         await page.screenshot({
           path: path.join(request.artifacts, `inspect-view-${view.name}.png`),
