@@ -89,10 +89,9 @@ async function settledText(page: Page, quietMs = 2_000): Promise<string> {
   return text;
 }
 
+/** Clicks what `xpath` finds; a locator retries while the viewer re-renders it. */
 async function click(page: Page, xpath: string): Promise<void> {
-  const found = await page.waitForSelector(`xpath/${xpath}`, { timeout: TIMEOUT_MS });
-  if (!found) throw new Error(`nothing on the page matches ${xpath}`);
-  await found.click();
+  await page.locator(`::-p-xpath(${xpath})`).setTimeout(TIMEOUT_MS).click();
 }
 
 const TIMEOUT_MS = 120_000;
