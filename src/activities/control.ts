@@ -10,6 +10,7 @@ import { resolveSettings } from '../config/settings';
 import { identityRefusals } from '../definition/identity';
 import { sampleCount } from '../definition/samples';
 import { snapshotDefinition } from '../loader/snapshot';
+import { writeEvalSetManifest } from '../logs/inspect/write';
 import type { EvalSetDefinition } from '../definition/types';
 import { ErrorType, formatIssue } from '../errors';
 import { checkLogDir } from '../logs/store';
@@ -51,6 +52,17 @@ export function createControlActivities(deps: ActivityDeps) {
       if (refusals.length > 0) {
         throw ApplicationFailure.nonRetryable(refusals.join('\n'), ErrorType.config);
       }
+      // Inspect's `eval-set.json`: `inspect view` shows the tasks' `.eval` logs as one set.
+      await writeEvalSetManifest(
+        logDir,
+        definition.name,
+        definition.tasks.map((task) => ({
+          name: task.name,
+          identity: definition.identities[task.name],
+        })),
+      ).catch((err: unknown) => {
+        throw failOnLogWrite(err);
+      });
       const sandboxed = definition.tasks.some((task) => task.sandbox !== undefined);
       // The sandbox budget: the definition's, else what the provider reports (Docker: 2 × CPUs).
       const settings = {

@@ -7,6 +7,7 @@ import { pinTaskIdentity } from '../definition/identity';
 import { indicesWithKeys, sampleCount } from '../definition/samples';
 import { ErrorType } from '../errors';
 import { taskMetrics } from '../eval/metrics';
+import { writeTaskInspectLog } from '../logs/inspect/write';
 import { sampleKey } from '../logs/store';
 import {
   sampleWorkflowId,
@@ -90,6 +91,14 @@ export function createTaskActivities(deps: ActivityDeps) {
       const total = sampleCount(task);
       const done = await store.completedKeys(task.name);
       const completed = indicesWithKeys(task, done, sampleKey);
+      // The Inspect log appears as the task starts (status `started`, with what a relaunch
+      // found already recorded), so a viewer shows the task before its first sample ends.
+      await writeTaskInspectLog(store, task.name, {
+        ended: false,
+        sampleIds: task.dataset.map((s) => s.id),
+      }).catch((err: unknown) => {
+        throw failOnLogWrite(err);
+      });
       return { total, pending: rangesExcept(total, completed), resumed: completed.length };
     },
 
@@ -138,7 +147,24 @@ export function createTaskActivities(deps: ActivityDeps) {
       }
     },
 
-    /** Computes the task's metrics from its recorded samples and writes its summary. */
+    /**
+     * Rewrites the running task's Inspect log (`.eval`) from the samples recorded so far. Its
+     * workflow calls it, one at a time, so no two processes write the file at once.
+     */
+    async writeInspectLog(ref: TaskRef): Promise<void> {
+      const task = findTask(await loadFor(ref), ref.task);
+      await writeTaskInspectLog(deps.logStore(ref.logDir), task.name, {
+        ended: false,
+        sampleIds: task.dataset.map((s) => s.id),
+      }).catch((err: unknown) => {
+        throw failOnLogWrite(err);
+      });
+    },
+
+    /**
+     * Computes the task's metrics from its recorded samples and writes its summary, then the
+     * task's final Inspect log (`.eval`), built from the same records and summary.
+     */
     async finishTask(ref: TaskRef & { resumed: number }): Promise<TaskMetrics | null> {
       const definition = await loadFor(ref);
       const task = findTask(definition, ref.task);
@@ -166,6 +192,12 @@ export function createTaskActivities(deps: ActivityDeps) {
         completed_at: new Date(deps.now()).toISOString(),
       });
       await written.catch((err: unknown) => {
+        throw failOnLogWrite(err);
+      });
+      await writeTaskInspectLog(store, task.name, {
+        ended: true,
+        sampleIds: task.dataset.map((s) => s.id),
+      }).catch((err: unknown) => {
         throw failOnLogWrite(err);
       });
       return metrics;

@@ -124,6 +124,18 @@ ramp
     process.exitCode = await rampRangeCommand(lo, hi, opts);
   });
 
+const logsCmd = program.command('logs').description("an eval set's results in other formats");
+logsCmd
+  .command('export')
+  .description(
+    "(re)build the log dir's Inspect AI logs (.eval, eval-set.json) from Steward's records, for `inspect view`",
+  )
+  .argument('<log_dir>', "the eval set's log dir")
+  .action(async (logDir: string) => {
+    const { logsExportCommand } = await import('./commands/logs.js');
+    process.exitCode = await logsExportCommand(logDir);
+  });
+
 const dockerCmd = program.command('docker').description('check the Docker daemon sandboxes run on');
 dockerCmd
   .command('check')

@@ -28,6 +28,8 @@ export interface SampleRecord {
   epoch: number;
   input: string | ChatMessage[];
   target: string | string[];
+  /** The dataset record's metadata (absent in records written before it was kept). */
+  metadata?: Record<string, unknown>;
   messages: ChatMessage[];
   output: string;
   score: Score;
@@ -48,6 +50,10 @@ export interface SampleErrorRecord {
   task: string;
   sample_id: string | number;
   epoch: number;
+  /** The sample as the dataset gave it (absent in records written before they were kept). */
+  input?: string | ChatMessage[];
+  target?: string | string[];
+  metadata?: Record<string, unknown>;
   error: string;
   error_type?: string;
   failed_at: string;
@@ -81,6 +87,7 @@ export interface LogStore {
   completedKeys(task: string): Promise<Set<string>>;
   readSamples(task: string): Promise<SampleRecord[]>;
   writeTaskSummary(summary: TaskSummary): Promise<void>;
+  readTaskSummary(task: string): Promise<TaskSummary | undefined>;
   writeEvalSetSummary(summary: EvalSetSummary): Promise<void>;
   readEvalSetSummary(): Promise<EvalSetSummary | undefined>;
   /** Appends to the ramp history (an activity retried after a crash may append twice). */
@@ -166,6 +173,10 @@ class JsonDirLogStore implements LogStore {
 
   async writeTaskSummary(summary: TaskSummary): Promise<void> {
     await this.replace(path.join(this.dir, summary.name, 'summary.json'), summary);
+  }
+
+  async readTaskSummary(task: string): Promise<TaskSummary | undefined> {
+    return readJson<TaskSummary>(path.join(this.dir, task, 'summary.json'));
   }
 
   async writeEvalSetSummary(summary: EvalSetSummary): Promise<void> {
@@ -264,7 +275,8 @@ async function fileOnPath(target: string): Promise<string | undefined> {
   }
 }
 
-async function logWriteError(file: string, err: unknown): Promise<StewardError> {
+/** A failure to write `file`, as a StewardError of type `logWrite` that says why. */
+export async function logWriteError(file: string, err: unknown): Promise<StewardError> {
   const reason = await writeFailureReason(file, err);
   const error = new StewardError(`cannot write results to ${file}: ${reason}`, ExitCode.environment);
   (error as StewardError & { type: string }).type = ErrorType.logWrite;

@@ -11,15 +11,18 @@ import {
   getExternalWorkflowHandle,
   isCancellation,
   log,
+  patched,
   proxyActivities,
   setDefaultSignalHandler,
   setHandler,
+  sleep,
   workflowInfo,
 } from '@temporalio/workflow';
 import type { TaskActivities } from '../activities/task';
 import { ErrorType } from '../errors';
 import { countRanges, takeFromRanges } from '../core/ranges';
 import { badInput } from './failures';
+import { INSPECT_LOG_PATCH, InspectLogCadence, rebuildEvery } from './inspect-log';
 import {
   evalTaskStartSchema,
   parse,
@@ -59,6 +62,13 @@ const { planTask, finishTask, awaitSamplesClosed } = proxyActivities<TaskActivit
 const { startSamples, findClosedSamples } = proxyActivities<TaskActivities>({
   startToCloseTimeout: '1 minute',
   retry: { maximumInterval: '10 seconds', maximumAttempts: 30 },
+});
+
+// The running task's Inspect log: a rebuild that fails is only a stale view (the records are
+// the results, and the task's end writes the log again), so it is not retried for long.
+const { writeInspectLog } = proxyActivities<TaskActivities>({
+  startToCloseTimeout: '5 minutes',
+  retry: { maximumInterval: '10 seconds', maximumAttempts: 3 },
 });
 
 /** How long handed-over samples may stay silent before their workflows are asked directly. */
@@ -102,10 +112,55 @@ async function runTask(input: EvalTaskInput): Promise<TaskResult> {
   let setpoint = input.setpoint;
   let connectionLimit: number | null = null;
   let changed = false;
+  // Runs started before the task rewrote its Inspect log as it goes keep not doing so.
+  const rewritesLog = patched(INSPECT_LOG_PATCH);
   const carry: EvalTaskCarry = input.carry ?? (await startCarry(input));
   const inFlight = new Set(carry.inFlight);
+  const logCadence = rewritesLog
+    ? new InspectLogCadence(rebuildEvery(carry.total), Date.now())
+    : undefined;
+  const ref = {
+    evalSet: input.evalSet,
+    task: input.task,
+    definition: input.definition,
+    definitionHash: input.definitionHash,
+    logDir: input.logDir,
+  };
+  /** Rebuilds the log in the background; its end wakes the loop, which may start the next. */
+  const rebuildLog = (cadence: InspectLogCadence): void => {
+    cadence.start(Date.now());
+    void writeInspectLog(ref)
+      .catch((err: unknown) =>
+        log.warn('the Inspect log was not rewritten', { error: (err as Error).message }),
+      )
+      .finally(() => {
+        cadence.finish(Date.now());
+        changed = true;
+      });
+  };
+  // One timer at a time wakes the loop when a rebuild falls due by time: a timeout on each wait
+  // below would start and cancel a timer for every report.
+  let logTimer = false;
+  const wakeForLog = (cadence: InspectLogCadence): void => {
+    const wake = cadence.wakeIn(Date.now());
+    if (wake === undefined || logTimer) return;
+    logTimer = true;
+    void sleep(wake).then(
+      () => {
+        logTimer = false;
+        changed = true;
+      },
+      // Cancelled with the task: nothing to wake.
+      () => undefined,
+    );
+  };
+  /** Waits for a rebuild in progress: one writer at a time, and none left behind by this run. */
+  const logSettled = async (): Promise<void> => {
+    if (logCadence?.inProgress) await condition(() => !logCadence.inProgress);
+  };
 
   const count = (done: SampleDone): void => {
+    logCadence?.noteSample();
     if (done.ok) carry.completed++;
     else carry.errored++;
     if (done.errorType === ErrorType.networkPoolExhausted) carry.networkErrors++;
@@ -192,7 +247,10 @@ async function runTask(input: EvalTaskInput): Promise<TaskResult> {
     // Saturated: samples wait and in-flight has reached the setpoint (the ramp's first gate).
     if (countRanges(carry.pending) > 0 && inFlight.size >= setpoint) carry.saturations++;
     if (countRanges(carry.pending) === 0 && inFlight.size === 0) break;
+    if (logCadence?.due(Date.now())) rebuildLog(logCadence);
+    else if (logCadence) wakeForLog(logCadence);
     if (shouldContinueAsNew()) {
+      await logSettled();
       await condition(allHandlersFinished);
       await continueAsNew<typeof evalTask>({
         ...input,
@@ -224,14 +282,9 @@ async function runTask(input: EvalTaskInput): Promise<TaskResult> {
   }
 
   await awaitSamplesClosed({ taskQueue });
-  const metrics = await finishTask({
-    evalSet: input.evalSet,
-    task: input.task,
-    definition: input.definition,
-    definitionHash: input.definitionHash,
-    logDir: input.logDir,
-    resumed: carry.resumed,
-  });
+  await logSettled();
+  // It also writes the task's final Inspect log.
+  const metrics = await finishTask({ ...ref, resumed: carry.resumed });
   return {
     name: input.task,
     samples: carry.total,

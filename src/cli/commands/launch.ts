@@ -327,7 +327,12 @@ async function sampleErrors(result: EvalSetResult): Promise<string> {
 
 function report(result: EvalSetResult, json: boolean | undefined): void {
   if (json) process.stdout.write(`${JSON.stringify(resultJson(result), null, 2)}\n`);
-  else process.stdout.write(`\n${resultTable(result)}\n\nlog dir: ${result.log_dir}\n`);
+  else {
+    process.stdout.write(
+      `\n${resultTable(result)}\n\nlog dir: ${result.log_dir}\n` +
+        `view it with Inspect AI: inspect view --log-dir ${result.log_dir}\n`,
+    );
+  }
 }
 
 function checkModels(definition: EvalSetDefinition): void {

@@ -1,0 +1,331 @@
+/**
+ * A task's Inspect AI log (`.eval`, log format version 2), built from Steward's records: the
+ * exactly-once JSON in the log dir is the source, this is a view of it. Pure: records in, the
+ * zip's entries out (src/logs/inspect/write.ts writes them).
+ *
+ * The entries are the ones Inspect's own recorder writes (`inspect_ai/log/_recorders/eval.py`):
+ * while a task runs, `_journal/start.json` (the eval spec and plan), `_journal/summaries/1.json`
+ * and `samples/<id>_epoch_<n>.json`; Inspect reads such a file as status `started`. When the
+ * task has ended, `summaries.json`, `reductions.json` and `header.json` (status, results, stats)
+ * complete it.
+ */
+import { canonicalJson, type TaskIdentity, type TaskIdentityRecord } from '../../definition/identity';
+import { scoreToFloat, type TaskMetrics } from '../../eval/metrics';
+import type { SampleErrorRecord, SampleRecord, TaskSummary } from '../store';
+import {
+  completedSample,
+  erroredSample,
+  sampleEntryName,
+  sampleSummary,
+  shortId,
+  type InspectError,
+  type InspectSample,
+  type InspectUsage,
+} from './samples';
+
+/** Inspect's log format version (`LOG_SCHEMA_VERSION`). */
+export const INSPECT_LOG_VERSION = 2;
+
+/** Inspect's `EvalStatus`; Steward's records give all but `cancelled` (docs/log-format.md). */
+export type InspectStatus = 'started' | 'success' | 'error' | 'cancelled';
+
+/** What a task's log is built from: its records in the log dir. */
+export interface TaskLogSource {
+  /** `<task>/task.json`: the task's identity and when it first ran. */
+  identity: TaskIdentityRecord;
+  samples: SampleRecord[];
+  /** The latest failure of each sample that has not completed. */
+  errors: SampleErrorRecord[];
+  /** The task's summary once it has ended; absent while it runs (the log is then `started`). */
+  summary?: TaskSummary;
+  /**
+   * The dataset's sample ids, in its order (the definition's). Without them, the ids of the
+   * recorded samples stand in: Inspect reads samples by these ids.
+   */
+  sampleIds?: Array<string | number>;
+  /** Steward's version, for the spec's `packages`. */
+  stewardVersion: string;
+}
+
+export interface ZipEntry {
+  name: string;
+  json: unknown;
+}
+
+export interface InspectLog {
+  /** `<created>_<task>_<task_id>.eval`, as Inspect names a log. */
+  fileName: string;
+  status: InspectStatus;
+  entries: ZipEntry[];
+}
+
+/** The eval set's id in every log and in `eval-set.json`: one per eval set name. */
+export function evalSetId(evalSet: string): string {
+  return shortId(`eval-set:${evalSet}`);
+}
+
+/**
+ * A task's id: the same for the same task (name and identity) in the same eval set, so a
+ * relaunch and `steward logs export` name the same file, as Inspect's `eval_set` reuses a task's
+ * id across retries.
+ */
+export function taskId(evalSet: string, task: string, identity: TaskIdentity): string {
+  return shortId(`task:${evalSet}:${task}:${canonicalJson(identity)}`);
+}
+
+/** Inspect's file name component cleaning (`clean_filename_component`). */
+function cleanComponent(text: string): string {
+  return text.replace(/[_/:+]/g, '-');
+}
+
+/** An ISO time as Inspect writes `created`: seconds, with a `+00:00` offset. */
+function inspectTime(iso: string): string {
+  return `${new Date(iso).toISOString().slice(0, 19)}+00:00`;
+}
+
+export function inspectLogFileName(record: TaskIdentityRecord): string {
+  const id = taskId(record.eval_set, record.task, record.identity);
+  return `${cleanComponent(inspectTime(record.recorded_at))}_${cleanComponent(record.task)}_${id}.eval`;
+}
+
+export function buildInspectLog(source: TaskLogSource): InspectLog {
+  const { identity: record } = source;
+  const identity = record.identity;
+  const tid = taskId(record.eval_set, record.task, identity);
+  const evalId = shortId(`eval:${tid}:${record.recorded_at}`);
+  const scorer = scorerName(source, identity);
+  const plan = {
+    name: 'plan',
+    steps: identity.solver.map((step) => {
+      const { name, params } = namedStep(step);
+      return { solver: name, params, params_passed: params };
+    }),
+    config: identity.config,
+  };
+
+  // A completed record wins over a failure of the same sample and epoch (recorded by an
+  // earlier attempt, before the record removed it).
+  const done = new Set(source.samples.map((s) => key(s.sample_id, s.epoch)));
+  const failed = source.errors.filter((e) => !done.has(key(e.sample_id, e.epoch)));
+  const samples: Array<{ sample: InspectSample; attempt: number }> = [
+    ...source.samples.map((r) => ({ sample: completedSample(r, evalId), attempt: r.attempt })),
+    ...failed.map((e) => ({ sample: erroredSample(e, identity.model, evalId), attempt: e.attempt })),
+  ].sort((a, b) => compareSamples(a.sample, b.sample));
+  const summaries = samples.map(({ sample, attempt }) => sampleSummary(sample, attempt));
+  const sampleIds =
+    source.sampleIds ?? [...new Set(samples.filter((s) => s.sample.epoch === 1).map((s) => s.sample.id))];
+  const spec = evalSpec(source, tid, evalId, scorer, sampleIds);
+
+  const entries: ZipEntry[] = [
+    { name: '_journal/start.json', json: { version: INSPECT_LOG_VERSION, eval: spec, plan } },
+    ...samples.map(({ sample }) => ({ name: sampleEntryName(sample.id, sample.epoch), json: sample })),
+    { name: '_journal/summaries/1.json', json: summaries },
+  ];
+  const status = statusOf(source);
+  if (status !== 'started' && source.summary) {
+    const summary = source.summary;
+    entries.push({ name: 'summaries.json', json: summaries });
+    entries.push({ name: 'reductions.json', json: reductions(scorer, source.samples) });
+    entries.push({
+      name: 'header.json',
+      json: {
+        version: INSPECT_LOG_VERSION,
+        status,
+        eval: spec,
+        plan,
+        results: results(scorer, summary, identity.epochs),
+        stats: {
+          started_at: startedAt(source),
+          completed_at: summary.completed_at,
+          model_usage: modelUsage(source.samples),
+          role_usage: {},
+        },
+        ...(status === 'error' ? { error: taskError(summary, failed) } : {}),
+        invalidated: false,
+        tags: [],
+        metadata: {},
+      },
+    });
+  }
+  return { fileName: inspectLogFileName(record), status, entries };
+}
+
+/** `eval-set.json`, the file Inspect's `eval_set` writes so a viewer shows the tasks as one set. */
+export function evalSetManifest(
+  evalSet: string,
+  tasks: Array<{ name: string; identity: TaskIdentity }>,
+): { eval_set_id: string; tasks: unknown[] } {
+  return {
+    eval_set_id: evalSetId(evalSet),
+    tasks: tasks.map((task, sequence) => ({
+      name: task.name,
+      task_id: taskId(evalSet, task.name, task.identity),
+      task_file: null,
+      task_args: {},
+      model: task.identity.model,
+      model_args: task.identity.model_args,
+      model_roles: null,
+      sequence,
+    })),
+  };
+}
+
+function statusOf(source: TaskLogSource): InspectStatus {
+  if (!source.summary) return 'started';
+  return source.summary.errored > 0 ? 'error' : 'success';
+}
+
+function evalSpec(
+  source: TaskLogSource,
+  tid: string,
+  evalId: string,
+  scorer: string,
+  sampleIds: Array<string | number>,
+) {
+  const { identity: record } = source;
+  const identity = record.identity;
+  const scorerStep = namedStep(identity.scorer);
+  return {
+    eval_set_id: evalSetId(record.eval_set),
+    eval_id: evalId,
+    run_id: shortId(`run:${record.eval_set}:${record.recorded_at}`),
+    created: inspectTime(record.recorded_at),
+    task: record.task,
+    task_id: tid,
+    task_version: 0,
+    task_display_name: record.task,
+    task_registry_name: record.task,
+    task_attribs: {},
+    task_args: {},
+    task_args_passed: {},
+    dataset: {
+      name: record.task,
+      samples: identity.dataset.samples,
+      sample_ids: sampleIds,
+      shuffled: false,
+    },
+    model: identity.model,
+    model_generate_config: identity.config,
+    model_args: identity.model_args,
+    config: { epochs: identity.epochs },
+    packages: { steward: source.stewardVersion },
+    metadata: {
+      steward: { eval_set: record.eval_set, dataset_sha256: identity.dataset.sha256, sandbox: identity.sandbox },
+    },
+    scorers: [
+      {
+        name: scorer,
+        options: scorerStep.params,
+        metrics: [
+          { name: 'inspect_ai/accuracy', options: {} },
+          { name: 'inspect_ai/stderr', options: {} },
+        ],
+        metadata: {},
+      },
+    ],
+  };
+}
+
+/** Steward's metrics (the summary's numbers, exactly) as Inspect's `EvalResults`. */
+function results(scorer: string, summary: TaskSummary, epochs: number) {
+  const metrics: TaskMetrics | null = summary.metrics;
+  return {
+    total_samples: summary.samples,
+    completed_samples: summary.completed,
+    scores: metrics
+      ? [
+          {
+            name: scorer,
+            scorer,
+            ...(epochs > 1 ? { reducer: 'mean' } : {}),
+            scored_samples: metrics.samples_scored,
+            unscored_samples: 0,
+            params: {},
+            metrics: {
+              accuracy: { name: 'accuracy', value: metrics.accuracy, params: {} },
+              stderr: { name: 'stderr', value: metrics.stderr, params: {} },
+            },
+          },
+        ]
+      : [],
+  };
+}
+
+/** Each sample's score with its epochs reduced by their mean, as the metrics took them. */
+function reductions(scorer: string, records: SampleRecord[]) {
+  const bySample = new Map<string, { id: string | number; values: Map<number, number> }>();
+  for (const r of records) {
+    const k = `${typeof r.sample_id}:${r.sample_id}`;
+    const entry = bySample.get(k) ?? { id: r.sample_id, values: new Map<number, number>() };
+    entry.values.set(r.epoch, scoreToFloat(r.score.value));
+    bySample.set(k, entry);
+  }
+  const samples = [...bySample.values()].map(({ id, values }) => {
+    const all = [...values.values()];
+    return { value: all.reduce((a, b) => a + b, 0) / all.length, history: [], sample_id: id };
+  });
+  return samples.length === 0 ? [] : [{ scorer, reducer: 'mean', samples }];
+}
+
+function taskError(summary: TaskSummary, failed: SampleErrorRecord[]): InspectError {
+  const first = failed[0];
+  const message =
+    `${summary.errored} of ${summary.samples} samples did not complete` +
+    (first ? ` (sample ${first.sample_id}, epoch ${first.epoch}: ${first.error})` : '');
+  return { message, traceback: message, traceback_ansi: message };
+}
+
+function startedAt(source: TaskLogSource): string {
+  const times = source.samples.map((s) => s.started_at).sort();
+  return times[0] ?? source.identity.recorded_at;
+}
+
+function modelUsage(records: SampleRecord[]): Record<string, InspectUsage> {
+  const usage: Record<string, InspectUsage> = {};
+  for (const r of records) {
+    const sum = (usage[r.model] ??= { input_tokens: 0, output_tokens: 0, total_tokens: 0 });
+    sum.input_tokens += r.usage.input_tokens;
+    sum.output_tokens += r.usage.output_tokens;
+    sum.total_tokens += r.usage.total_tokens;
+  }
+  return usage;
+}
+
+/** The scorer's name as the records carry it (`match`, or a custom scorer's name). */
+function scorerName(source: TaskLogSource, identity: TaskIdentity): string {
+  return source.summary?.scorer ?? source.samples[0]?.scorer ?? namedStep(identity.scorer).name;
+}
+
+/**
+ * A solver or scorer as the identity keeps it (`"generate"`, `{ "match": { "location": "end" } }`,
+ * `{ "function": "mine" }`) as a name and its parameters.
+ */
+export function namedStep(step: unknown): { name: string; params: Record<string, unknown> } {
+  if (typeof step === 'string') return { name: step, params: {} };
+  if (step !== null && typeof step === 'object' && !Array.isArray(step)) {
+    const [entry] = Object.entries(step as Record<string, unknown>);
+    if (entry) {
+      const [name, value] = entry;
+      if (name === 'function') return { name: String(value), params: {} };
+      if (value !== null && typeof value === 'object' && !Array.isArray(value)) {
+        return { name, params: value as Record<string, unknown> };
+      }
+      if (value === undefined) return { name, params: {} };
+      // Inspect's system_message takes its text as `template`.
+      return { name, params: name === 'system_message' ? { template: value } : { value } };
+    }
+  }
+  return { name: String(step), params: {} };
+}
+
+function key(id: string | number, epoch: number): string {
+  return `${typeof id}:${id}:${epoch}`;
+}
+
+/** Epoch, then id (numbers before strings, each in order), as Inspect sorts samples. */
+function compareSamples(a: InspectSample, b: InspectSample): number {
+  if (a.epoch !== b.epoch) return a.epoch - b.epoch;
+  if (typeof a.id !== typeof b.id) return typeof a.id === 'number' ? -1 : 1;
+  if (typeof a.id === 'number' && typeof b.id === 'number') return a.id - b.id;
+  return String(a.id) < String(b.id) ? -1 : String(a.id) > String(b.id) ? 1 : 0;
+}
