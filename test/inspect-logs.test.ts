@@ -186,25 +186,16 @@ describeIfReady('Inspect AI reads and shows what the examples wrote', () => {
     sim = await startSimProvider({ latencyMs: 150, jitterMs: 100 });
     const env = { ...process.env, SIM_BASE_URL: sim.url, SIM_API_KEY: 'sim' };
 
-    const hello = await copyExample('hello');
-    const helloRun = {
-      example: 'hello',
-      name: hello.name,
-      logDir: path.join(hello.dir, 'logs'),
-      tasks: ['arithmetic', 'capitals'],
-    };
-    await launch(hello.file, helloRun.logDir, env);
-    runs.push(helloRun);
-
-    const agentic = await copyExample('agentic');
-    const agenticRun = {
-      example: 'agentic',
-      name: agentic.name,
-      logDir: path.join(agentic.dir, 'logs'),
-      tasks: ['write-file', 'shell-arithmetic'],
-    };
-    await launch(agentic.file, agenticRun.logDir, env);
-    runs.push(agenticRun);
+    const examples = [
+      { example: 'hello', tasks: ['arithmetic', 'capitals'] },
+      { example: 'agentic', tasks: ['write-file', 'shell-arithmetic'] },
+    ];
+    for (const { example, tasks } of examples) {
+      const copy = await copyExample(example);
+      const run = { example, name: copy.name, logDir: path.join(copy.dir, 'logs'), tasks };
+      await launch(copy.file, run.logDir, env);
+      runs.push(run);
+    }
 
     // ramp-demo's tasks and solver chain, with 2 epochs where it has 15 (a demo runs minutes), and
     // every 8th target changed, so that its accuracy is 0.875 and not 1.

@@ -24,7 +24,13 @@ import type {
 } from '@anthropic-ai/sdk/resources/messages';
 import { ANTHROPIC_DEFAULT_MAX_TOKENS, type AnthropicArgs } from '../config/models';
 import type { ModelHooks } from '.';
-import { describeBody, explainFailure, ModelResponseError, reportHeaders } from './http';
+import {
+  DEFAULT_TIMEOUT_MS,
+  describeBody,
+  explainFailure,
+  ModelResponseError,
+  reportHeaders,
+} from './http';
 import type {
   ChatMessage,
   GenerateConfig,
@@ -41,8 +47,6 @@ export interface AnthropicConnection {
   apiKey: string;
   baseURL: string;
 }
-
-const DEFAULT_TIMEOUT_MS = 10 * 60 * 1000;
 
 /** A {@link Model} backed by Anthropic's Messages API. `name` is the Inspect-style name. */
 export function createAnthropicModel(

@@ -9,6 +9,9 @@ import type { ModelHooks } from '.';
  * A 2xx answer that is not a completion (no choices, an HTML page from a proxy, ...).
  * Match on `name`, not `instanceof`.
  */
+/** How long a model call may take when its task's `model_args` set no `timeout_ms`. */
+export const DEFAULT_TIMEOUT_MS = 10 * 60 * 1000;
+
 export class ModelResponseError extends Error {
   constructor(message: string) {
     super(message);

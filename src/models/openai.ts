@@ -16,7 +16,13 @@ import type {
 } from 'openai/resources/chat/completions';
 import type { OpenAIArgs } from '../config/models';
 import type { ModelHooks } from '.';
-import { describeBody, explainFailure, ModelResponseError, reportHeaders } from './http';
+import {
+  DEFAULT_TIMEOUT_MS,
+  describeBody,
+  explainFailure,
+  ModelResponseError,
+  reportHeaders,
+} from './http';
 import type {
   ChatMessage,
   GenerateConfig,
@@ -39,8 +45,6 @@ export interface OpenAIConnection {
   /** The request field that carries {@link GenerateConfig.max_tokens}. */
   maxTokensParam: 'max_tokens' | 'max_completion_tokens';
 }
-
-const DEFAULT_TIMEOUT_MS = 10 * 60 * 1000;
 
 /**
  * A {@link Model} backed by an OpenAI-compatible chat completions endpoint. `name` is the

@@ -88,24 +88,27 @@ export interface InspectSample {
   limit: null;
 }
 
-export interface InspectSampleSummary {
-  id: string | number;
-  epoch: number;
-  input: string | InspectMessage[];
-  target: string | string[];
-  metadata: Record<string, unknown>;
-  scores: Record<string, InspectScore> | null;
-  model_usage: Record<string, InspectUsage>;
-  started_at: string | null;
-  completed_at: string;
-  total_time: number | null;
-  working_time: number | null;
-  uuid: string;
+/** A sample's line in `summaries.json`: the sample's own fields, without its conversation. */
+export type InspectSampleSummary = Pick<
+  InspectSample,
+  | 'id'
+  | 'epoch'
+  | 'input'
+  | 'target'
+  | 'metadata'
+  | 'scores'
+  | 'model_usage'
+  | 'started_at'
+  | 'completed_at'
+  | 'total_time'
+  | 'working_time'
+  | 'uuid'
+> & {
   error: string | null;
   retries: number;
   completed: boolean;
   message_count: number;
-}
+};
 
 /** `samples/<id>_epoch_<n>.json`, as Inspect names a sample's entry. */
 export function sampleEntryName(id: string | number, epoch: number): string {
