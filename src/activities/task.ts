@@ -17,6 +17,7 @@ import {
   type TaskMetrics,
 } from '../workflows/types';
 import { findTask, type ActivityDeps } from './deps';
+import { whileBeating } from './beat';
 import { failOnDefinition, failOnLogWrite } from './errors';
 
 export interface TaskRef {
@@ -72,34 +73,34 @@ export function createTaskActivities(deps: ActivityDeps) {
     },
 
     /** The samples still to run: everything not already recorded in the log directory. */
-    async planTask(
-      ref: TaskRef,
-    ): Promise<{ total: number; pending: IndexRanges; resumed: number }> {
-      const definition = await loadFor(ref);
-      const task = findTask(definition, ref.task);
-      const store = deps.logStore(ref.logDir);
-      // The task's first run records what its results depend on; a later run must match it.
-      const refusal = await pinTaskIdentity(
-        store,
-        definition,
-        task.name,
-        new Date(deps.now()),
-      ).catch((err: unknown) => {
-        throw failOnLogWrite(err);
+    planTask(ref: TaskRef): Promise<{ total: number; pending: IndexRanges; resumed: number }> {
+      return whileBeating(async () => {
+        const definition = await loadFor(ref);
+        const task = findTask(definition, ref.task);
+        const store = deps.logStore(ref.logDir);
+        // The task's first run records what its results depend on; a later run must match it.
+        const refusal = await pinTaskIdentity(
+          store,
+          definition,
+          task.name,
+          new Date(deps.now()),
+        ).catch((err: unknown) => {
+          throw failOnLogWrite(err);
+        });
+        if (refusal !== undefined) throw ApplicationFailure.nonRetryable(refusal, ErrorType.config);
+        const total = sampleCount(task);
+        const done = await store.completedKeys(task.name);
+        const completed = indicesWithKeys(task, done, sampleKey);
+        // The Inspect log appears as the task starts (status `started`, with what a relaunch
+        // found already recorded), so a viewer shows the task before its first sample ends.
+        await writeTaskInspectLog(store, task.name, {
+          ended: false,
+          sampleIds: task.dataset.map((s) => s.id),
+        }).catch((err: unknown) => {
+          throw failOnLogWrite(err);
+        });
+        return { total, pending: rangesExcept(total, completed), resumed: completed.length };
       });
-      if (refusal !== undefined) throw ApplicationFailure.nonRetryable(refusal, ErrorType.config);
-      const total = sampleCount(task);
-      const done = await store.completedKeys(task.name);
-      const completed = indicesWithKeys(task, done, sampleKey);
-      // The Inspect log appears as the task starts (status `started`, with what a relaunch
-      // found already recorded), so a viewer shows the task before its first sample ends.
-      await writeTaskInspectLog(store, task.name, {
-        ended: false,
-        sampleIds: task.dataset.map((s) => s.id),
-      }).catch((err: unknown) => {
-        throw failOnLogWrite(err);
-      });
-      return { total, pending: rangesExcept(total, completed), resumed: completed.length };
     },
 
     /** The reports of the given samples whose workflows have closed (their results). */
@@ -151,13 +152,15 @@ export function createTaskActivities(deps: ActivityDeps) {
      * Rewrites the running task's Inspect log (`.eval`) from the samples recorded so far. Its
      * workflow calls it, one at a time, so no two processes write the file at once.
      */
-    async writeInspectLog(ref: TaskRef): Promise<void> {
-      const task = findTask(await loadFor(ref), ref.task);
-      await writeTaskInspectLog(deps.logStore(ref.logDir), task.name, {
-        ended: false,
-        sampleIds: task.dataset.map((s) => s.id),
-      }).catch((err: unknown) => {
-        throw failOnLogWrite(err);
+    writeInspectLog(ref: TaskRef): Promise<void> {
+      return whileBeating(async () => {
+        const task = findTask(await loadFor(ref), ref.task);
+        await writeTaskInspectLog(deps.logStore(ref.logDir), task.name, {
+          ended: false,
+          sampleIds: task.dataset.map((s) => s.id),
+        }).catch((err: unknown) => {
+          throw failOnLogWrite(err);
+        });
       });
     },
 
@@ -165,42 +168,48 @@ export function createTaskActivities(deps: ActivityDeps) {
      * Computes the task's metrics from its recorded samples and writes its summary, then the
      * task's final Inspect log (`.eval`), built from the same records and summary.
      */
-    async finishTask(ref: TaskRef & { resumed: number }): Promise<TaskMetrics | null> {
-      const definition = await loadFor(ref);
-      const task = findTask(definition, ref.task);
-      const store = deps.logStore(ref.logDir);
-      const records = await store.readSamples(task.name);
-      const total = sampleCount(task);
-      const metrics =
-        records.length === 0
-          ? null
-          : taskMetrics(
-              records.map((r) => ({ sampleId: r.sample_id, epoch: r.epoch, value: r.score.value })),
-            );
-      const completed = records.length;
-      const written = store.writeTaskSummary({
-        version: 1,
-        eval_set: definition.name,
-        name: task.name,
-        samples: total,
-        completed,
-        errored: total - completed,
-        resumed: ref.resumed,
-        metrics,
-        scorer: task.scorerName,
-        model: task.model,
-        completed_at: new Date(deps.now()).toISOString(),
+    finishTask(ref: TaskRef & { resumed: number }): Promise<TaskMetrics | null> {
+      return whileBeating(async () => {
+        const definition = await loadFor(ref);
+        const task = findTask(definition, ref.task);
+        const store = deps.logStore(ref.logDir);
+        const records = await store.readSamples(task.name);
+        const total = sampleCount(task);
+        const metrics =
+          records.length === 0
+            ? null
+            : taskMetrics(
+                records.map((r) => ({
+                  sampleId: r.sample_id,
+                  epoch: r.epoch,
+                  value: r.score.value,
+                })),
+              );
+        const completed = records.length;
+        const written = store.writeTaskSummary({
+          version: 1,
+          eval_set: definition.name,
+          name: task.name,
+          samples: total,
+          completed,
+          errored: total - completed,
+          resumed: ref.resumed,
+          metrics,
+          scorer: task.scorerName,
+          model: task.model,
+          completed_at: new Date(deps.now()).toISOString(),
+        });
+        await written.catch((err: unknown) => {
+          throw failOnLogWrite(err);
+        });
+        await writeTaskInspectLog(store, task.name, {
+          ended: true,
+          sampleIds: task.dataset.map((s) => s.id),
+        }).catch((err: unknown) => {
+          throw failOnLogWrite(err);
+        });
+        return metrics;
       });
-      await written.catch((err: unknown) => {
-        throw failOnLogWrite(err);
-      });
-      await writeTaskInspectLog(store, task.name, {
-        ended: true,
-        sampleIds: task.dataset.map((s) => s.id),
-      }).catch((err: unknown) => {
-        throw failOnLogWrite(err);
-      });
-      return metrics;
     },
   };
 }

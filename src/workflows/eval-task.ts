@@ -65,9 +65,11 @@ const { startSamples, findClosedSamples } = proxyActivities<TaskActivities>({
 });
 
 // The running task's Inspect log: a rebuild that fails is only a stale view (the records are
-// the results, and the task's end writes the log again), so it is not retried for long.
+// the results, and the task's end writes the log again), so it is not retried for long. It
+// heartbeats: a worker lost mid-rebuild must not hold up the task's hand-over or end for minutes.
 const { writeInspectLog } = proxyActivities<TaskActivities>({
   startToCloseTimeout: '5 minutes',
+  heartbeatTimeout: '30 seconds',
   retry: { maximumInterval: '10 seconds', maximumAttempts: 3 },
 });
 
