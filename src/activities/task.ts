@@ -33,8 +33,23 @@ export interface TaskRef {
 const CLOSE_WAIT_MS = 120_000;
 const CLOSE_POLL_MS = 500;
 
-/** Starts at a time, so a burst of admissions does not open hundreds of RPCs at once. */
-const START_CONCURRENCY = 50;
+/** Calls at a time, so a burst of admissions does not open hundreds of RPCs at once. */
+const RPC_CONCURRENCY = 50;
+
+/** `fn` over `items`, {@link RPC_CONCURRENCY} at a time; the results in their order. */
+async function inBatches<T, R>(items: T[], fn: (item: T) => Promise<R>): Promise<R[]> {
+  const results: R[] = [];
+  for (let i = 0; i < items.length; i += RPC_CONCURRENCY) {
+    results.push(...(await Promise.all(items.slice(i, i + RPC_CONCURRENCY).map(fn))));
+  }
+  return results;
+}
+
+/** Swallows "no such workflow running" (undefined); anything else is thrown again. */
+function unlessNotFound(err: unknown): undefined {
+  if ((err as Error).name === 'WorkflowNotFoundError') return undefined;
+  throw err;
+}
 
 export function createTaskActivities(deps: ActivityDeps) {
   const loadFor = (ref: TaskRef) =>
@@ -54,22 +69,18 @@ export function createTaskActivities(deps: ActivityDeps) {
     async startSamples(args: { taskQueue: string; samples: SampleInput[] }): Promise<void> {
       const client = deps.client;
       if (!client) throw new Error('startSamples needs a Temporal client');
-      for (let i = 0; i < args.samples.length; i += START_CONCURRENCY) {
-        await Promise.all(
-          args.samples.slice(i, i + START_CONCURRENCY).map((sample) =>
-            client.workflow
-              .start('sampleWorkflow', {
-                workflowId: sampleWorkflowId(sample.parentId, sample.chain, sample.index),
-                taskQueue: args.taskQueue,
-                args: [sample],
-                workflowIdReusePolicy: 'REJECT_DUPLICATE',
-              })
-              .catch((err: unknown) => {
-                if ((err as Error).name !== 'WorkflowExecutionAlreadyStartedError') throw err;
-              }),
-          ),
-        );
-      }
+      await inBatches(args.samples, (sample) =>
+        client.workflow
+          .start('sampleWorkflow', {
+            workflowId: sampleWorkflowId(sample.parentId, sample.chain, sample.index),
+            taskQueue: args.taskQueue,
+            args: [sample],
+            workflowIdReusePolicy: 'REJECT_DUPLICATE',
+          })
+          .catch((err: unknown) => {
+            if ((err as Error).name !== 'WorkflowExecutionAlreadyStartedError') throw err;
+          }),
+      );
     },
 
     /** The samples still to run: everything not already recorded in the log directory. */
@@ -103,6 +114,34 @@ export function createTaskActivities(deps: ActivityDeps) {
       });
     },
 
+    /**
+     * Cancels the given samples' workflows (those not running are passed over) and waits,
+     * bounded, until they have closed: each closes once its activity has removed its sandbox.
+     * Returns how many were still running at the deadline.
+     */
+    cancelSamples(args: { parentId: string; chain: string; indices: number[] }): Promise<number> {
+      return whileBeating(async () => {
+        const client = deps.client;
+        if (!client) throw new Error('cancelSamples needs a Temporal client');
+        let open = args.indices.map((index) =>
+          client.workflow.getHandle(sampleWorkflowId(args.parentId, args.chain, index)),
+        );
+        await inBatches(open, (handle) => handle.cancel().catch(unlessNotFound));
+        const deadline = deps.now() + CLOSE_WAIT_MS;
+        while (open.length > 0 && deps.now() <= deadline) {
+          const running = await inBatches(open, (handle) =>
+            handle.describe().then(
+              (d) => d.status.name === 'RUNNING',
+              (err: unknown) => unlessNotFound(err) ?? false,
+            ),
+          );
+          open = open.filter((_, i) => running[i]);
+          if (open.length > 0) await sleep(CLOSE_POLL_MS);
+        }
+        return open.length;
+      });
+    },
+
     /** The reports of the given samples whose workflows have closed (their results). */
     async findClosedSamples(args: {
       parentId: string;
@@ -111,23 +150,14 @@ export function createTaskActivities(deps: ActivityDeps) {
     }): Promise<SampleDone[]> {
       const client = deps.client;
       if (!client) throw new Error('findClosedSamples needs a Temporal client');
-      const found: SampleDone[] = [];
-      for (let i = 0; i < args.indices.length; i += START_CONCURRENCY) {
-        const batch = args.indices.slice(i, i + START_CONCURRENCY);
-        const results = await Promise.all(
-          batch.map(async (index) => {
-            const handle = client.workflow.getHandle(
-              sampleWorkflowId(args.parentId, args.chain, index),
-            );
-            const { status } = await handle.describe();
-            return status.name === 'COMPLETED'
-              ? ((await handle.result()) as SampleDone)
-              : undefined;
-          }),
+      const results = await inBatches(args.indices, async (index) => {
+        const handle = client.workflow.getHandle(
+          sampleWorkflowId(args.parentId, args.chain, index),
         );
-        found.push(...results.filter((r): r is SampleDone => r !== undefined));
-      }
-      return found;
+        const { status } = await handle.describe();
+        return status.name === 'COMPLETED' ? ((await handle.result()) as SampleDone) : undefined;
+      });
+      return results.filter((r): r is SampleDone => r !== undefined);
     },
 
     /**
@@ -168,7 +198,9 @@ export function createTaskActivities(deps: ActivityDeps) {
      * Computes the task's metrics from its recorded samples and writes its summary, then the
      * task's final Inspect log (`.eval`), built from the same records and summary.
      */
-    finishTask(ref: TaskRef & { resumed: number }): Promise<TaskMetrics | null> {
+    finishTask(
+      ref: TaskRef & { resumed: number; cancelled?: boolean },
+    ): Promise<TaskMetrics | null> {
       return whileBeating(async () => {
         const definition = await loadFor(ref);
         const task = findTask(definition, ref.task);
@@ -198,6 +230,7 @@ export function createTaskActivities(deps: ActivityDeps) {
           scorer: task.scorerName,
           model: task.model,
           completed_at: new Date(deps.now()).toISOString(),
+          ...(ref.cancelled ? { cancelled: true } : {}),
         });
         await written.catch((err: unknown) => {
           throw failOnLogWrite(err);
