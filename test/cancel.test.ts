@@ -3,7 +3,9 @@
  * operator types it) cancels its tasks, which cancel their samples, each of which removes its
  * sandbox before its workflow closes. When the eval set shows cancelled, nothing of it runs and
  * nothing of it is left on the Docker daemon; each task's Inspect log says `cancelled` (read by
- * Inspect's own reader); and launching again runs exactly what did not complete.
+ * Inspect's own reader); and launching again runs exactly what did not complete. Termination,
+ * which runs no workflow code, ends the same way: by the launch for an eval set, by the workers
+ * for a task.
  */
 import { existsSync, promises as fs } from 'node:fs';
 import * as path from 'node:path';
@@ -14,6 +16,7 @@ import { stringify } from 'yaml';
 import { BUSYBOX_IMAGE, ensureBusyboxImage } from '../src/sandbox/image';
 import { startSimProvider, type SimProvider } from '../src/sim/provider';
 import { findTemporalBinary } from '../src/temporal/binary';
+import { OWNER_WATCH_MS } from '../src/workers/owner-watch';
 import { evalSetWorkflowId, taskWorkflowId } from '../src/workflows/types';
 import { requireDocker } from './fixtures/docker/docker';
 import {
@@ -54,11 +57,11 @@ afterAll(async () => {
   await client?.connection.close();
 });
 
-/** `temporal workflow cancel`, with the stock CLI against the suite's server. */
-async function cancelByCli(workflowId: string): Promise<CliResult> {
+/** `temporal workflow cancel` or `terminate`, with the stock CLI against the suite's server. */
+async function cancelByCli(verb: 'cancel' | 'terminate', workflowId: string): Promise<CliResult> {
   return runCommand(await findTemporalBinary(), [
     'workflow',
-    'cancel',
+    verb,
     '--workflow-id',
     workflowId,
     '--address',
@@ -112,13 +115,17 @@ async function inspectStatuses(logDir: string): Promise<Record<string, [string, 
   );
 }
 
-test('cancelling an eval set of sandboxed samples cancels its tasks and samples and leaves nothing on Docker', async () => {
-  expect(existsSync(PYTHON)).toBe(true);
+/**
+ * Launches an eval set whose samples each hold a sandbox running a command that would outlast
+ * the test by far; resolves once every admitted sample has its sandbox (a container and a network).
+ */
+async function launchSandboxed(
+  prefix: string,
+  tasks: string[],
+): Promise<{ name: string; logDir: string; launch: Promise<CliResult>; ids: string[] }> {
   const dir = await tempDir();
-  const name = uniqueName('cancel-sandbox');
-  const tasks = ['slow-a', 'slow-b'];
+  const name = uniqueName(prefix);
   for (const task of tasks) {
-    // Each sample's agent runs a command that would outlast the test by far.
     const lines = Array.from({ length: 6 }, (_, i) =>
       JSON.stringify({ id: `${task}-${i + 1}`, input: 'RUN: sleep 600', target: 'x' }),
     );
@@ -130,7 +137,7 @@ test('cancelling an eval set of sandboxed samples cancels its tasks and samples 
     stringify({
       name,
       model: 'openai-api/sim/agent',
-      max_samples: 3,
+      max_samples: SETPOINT,
       tasks: tasks.map((task) => ({
         name: task,
         dataset: `${task}.jsonl`,
@@ -142,9 +149,25 @@ test('cancelling an eval set of sandboxed samples cancels its tasks and samples 
   );
   const logDir = path.join(dir, 'logs');
   const launch = runCli(['launch', file, '--log-dir', logDir], { env });
-  await until('six sandboxes', async () => (await onDocker(name)).length >= 6 * 2);
+  await until(
+    'every admitted sample in its sandbox',
+    async () => (await onDocker(name)).length >= 2 * SETPOINT * tasks.length,
+  );
+  const id = evalSetWorkflowId(name);
+  return { name, logDir, launch, ids: [id, ...tasks.map((t) => taskWorkflowId(id, t))] };
+}
 
-  const cancelled = await cancelByCli(evalSetWorkflowId(name));
+/** Samples each task runs at once in the sandboxed eval sets. */
+const SETPOINT = 3;
+
+test('cancelling an eval set of sandboxed samples cancels its tasks and samples and leaves nothing on Docker', async () => {
+  expect(existsSync(PYTHON)).toBe(true);
+  const { name, logDir, launch, ids } = await launchSandboxed('cancel-sandbox', [
+    'slow-a',
+    'slow-b',
+  ]);
+
+  const cancelled = await cancelByCli('cancel', ids[0]!);
   expect(cancelled.stderr).toBe('');
   expect(cancelled.code).toBe(0);
   const result = await launch;
@@ -153,10 +176,6 @@ test('cancelling an eval set of sandboxed samples cancels its tasks and samples 
   expect(result.code).toBe(1);
 
   // The eval set closed only after its tasks, which closed only after their samples.
-  const ids = [
-    evalSetWorkflowId(name),
-    ...tasks.map((t) => taskWorkflowId(evalSetWorkflowId(name), t)),
-  ];
   for (const id of ids) expect(await statusOf(id)).toBe('CANCELLED');
   expect(await runningSamples(name)).toBe(0);
   expect(await onDocker(name)).toEqual([]);
@@ -165,6 +184,35 @@ test('cancelling an eval set of sandboxed samples cancels its tasks and samples 
     'slow-b': ['cancelled', 0],
   });
   await replayAllRuns(client, ids);
+});
+
+test('terminating an eval set (no workflow code runs) still cancels its tasks and samples', async () => {
+  const { name, logDir, launch, ids } = await launchSandboxed('terminate-set', ['slow']);
+  const terminated = await cancelByCli('terminate', ids[0]!);
+  expect(terminated.code).toBe(0);
+  const result = await launch;
+  expect(result.stderr).toContain(`eval set ${name} was terminated: its tasks were cancelled`);
+  expect(result.code).toBe(1);
+  expect(await statusOf(ids[1]!)).toBe('CANCELLED');
+  expect(await runningSamples(name)).toBe(0);
+  expect(await onDocker(name)).toEqual([]);
+  expect(await inspectStatuses(logDir)).toEqual({ slow: ['cancelled', 0] });
+});
+
+test("terminating a task's workflow: its workers end its samples within a minute", async () => {
+  const { name, launch, ids } = await launchSandboxed('terminate-task', ['slow']);
+  const task = await client.workflow.getHandle(ids[1]!).describe();
+  // The chain a sample carries is its task's first run: the server must say which that is.
+  expect(task.raw.workflowExecutionInfo?.firstRunId).toBe(task.runId);
+  expect((await cancelByCli('terminate', ids[1]!)).code).toBe(0);
+  const terminatedAt = Date.now();
+  await until('no sample running', async () => (await runningSamples(name)) === 0, 60_000);
+  await until('no sandbox left', async () => (await onDocker(name)).length === 0, 10_000);
+  expect(Date.now() - terminatedAt).toBeLessThan(OWNER_WATCH_MS * 3);
+  // The eval set sees its task ended without a result, and fails saying so.
+  const result = await launch;
+  expect(result.stderr).toContain('task slow terminated');
+  expect(result.code).not.toBe(0);
 });
 
 test('a cancelled eval set keeps what completed, and launching again runs only the rest', async () => {
@@ -181,7 +229,7 @@ test('a cancelled eval set keeps what completed, and launching again runs only t
     );
   await until('ten samples recorded', async () => (await recorded()) >= 10);
 
-  expect((await cancelByCli(evalSetWorkflowId(name))).code).toBe(0);
+  expect((await cancelByCli('cancel', evalSetWorkflowId(name))).code).toBe(0);
   expect((await launch).code).toBe(1);
   const kept = await recorded();
   expect(kept).toBeLessThan(60);

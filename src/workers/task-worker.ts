@@ -12,6 +12,7 @@ import { AccountHost, type SlotSource } from '../models/account-host';
 import { ProviderAccounts } from '../models/accounts';
 import { watchLineage } from '../util/lineage';
 import { LeaseClient } from './lease-client';
+import { watchOwners } from './owner-watch';
 import { installRuntime, processDeps } from './runtime';
 import { reportAccounts } from './report';
 
@@ -95,7 +96,7 @@ export async function runTaskWorker(config: WorkerProcessConfig): Promise<void> 
     // Shutting down waits for running samples' grace time; it must not wait forever.
     setTimeout(() => process.exit(1), ORPHAN_EXIT_MS).unref();
   }, 'parent');
-  const stopReporting = new AbortController();
+  const stopping = new AbortController();
   // Under a supervisor, the accounts' owner reports them, once per account for the whole host.
   const reporting =
     config.reporting && ownHost
@@ -104,15 +105,21 @@ export async function runTaskWorker(config: WorkerProcessConfig): Promise<void> 
           host: ownHost,
           evalSetId: config.reporting.evalSetId,
           intervalMs: config.reporting.intervalMs,
-          signal: stopReporting.signal,
+          signal: stopping.signal,
         })
       : Promise.resolve();
+  // A terminated eval set or task runs no code: what it started is ended from here.
+  const watching = watchOwners({
+    client,
+    taskQueues: config.taskQueues,
+    signal: stopping.signal,
+  });
   try {
     await Promise.all(workers.map((w) => w.run()));
   } finally {
     unwatch();
-    stopReporting.abort();
-    await reporting;
+    stopping.abort();
+    await Promise.all([reporting, watching]);
     leases?.close();
     await client.connection.close();
     await connection.close();

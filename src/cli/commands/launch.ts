@@ -7,6 +7,7 @@ import { spawn } from 'node:child_process';
 import { mkdirSync, openSync } from 'node:fs';
 import {
   CancelledFailure,
+  TerminatedFailure,
   WorkflowFailedError,
   WorkflowIdReusePolicy,
   type Client,
@@ -31,6 +32,7 @@ import { detachedLogFile, runningDetachedFleet } from '../../workers/detached';
 import Dockerode from 'dockerode';
 import { reapSandboxes } from '../../sandbox/cleanup';
 import { resultAcrossOutages } from '../../client/result';
+import { endLeftovers } from '../../client/leftovers';
 import { innermostCause, readStatus } from '../../client/status';
 import { watchStewardYaml } from '../../client/steward-yaml-watch';
 import {
@@ -259,6 +261,15 @@ async function watch(
   } catch (err) {
     progress.stop();
     if (err instanceof StewardError) throw err;
+    // Whatever of it still runs without its owner ends before this launch's fleet stops.
+    if (err instanceof WorkflowFailedError) await endLeftovers(client, handle.workflowId);
+    if (err instanceof WorkflowFailedError && err.cause instanceof TerminatedFailure) {
+      throw new StewardError(
+        `eval set ${opts.evalSet} was terminated: its tasks were cancelled, with their samples, ` +
+          `and their logs say so. Launch again to run what did not complete.`,
+        ExitCode.samplesFailed,
+      );
+    }
     if (err instanceof WorkflowFailedError && err.cause instanceof CancelledFailure) {
       throw new StewardError(
         `eval set ${opts.evalSet} was cancelled: its tasks cancelled their samples, and their logs ` +
