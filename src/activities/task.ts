@@ -96,6 +96,7 @@ export function createTaskActivities(deps: ActivityDeps) {
       await writeTaskInspectLog(store, task.name, {
         ended: false,
         sampleIds: task.dataset.map((s) => s.id),
+        scoring: task.scoring,
       }).catch((err: unknown) => {
         throw failOnLogWrite(err);
       });
@@ -156,6 +157,7 @@ export function createTaskActivities(deps: ActivityDeps) {
       await writeTaskInspectLog(deps.logStore(ref.logDir), task.name, {
         ended: false,
         sampleIds: task.dataset.map((s) => s.id),
+        scoring: task.scoring,
       }).catch((err: unknown) => {
         throw failOnLogWrite(err);
       });
@@ -176,6 +178,7 @@ export function createTaskActivities(deps: ActivityDeps) {
           ? null
           : taskMetrics(
               records.map((r) => ({ sampleId: r.sample_id, epoch: r.epoch, value: r.score.value })),
+              task.scoring,
             );
       const completed = records.length;
       const written = store.writeTaskSummary({
@@ -197,6 +200,7 @@ export function createTaskActivities(deps: ActivityDeps) {
       await writeTaskInspectLog(store, task.name, {
         ended: true,
         sampleIds: task.dataset.map((s) => s.id),
+        scoring: task.scoring,
       }).catch((err: unknown) => {
         throw failOnLogWrite(err);
       });
