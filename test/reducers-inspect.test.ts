@@ -2,17 +2,22 @@
  * Steward's reducers and metrics against Inspect AI's own: a table of cases scored by
  * src/eval/metrics.ts and by the installed `inspect_ai` package (test/helpers/inspect_scores.py,
  * one Python process for the table) must agree to 1e-9, reducer by reducer, sample by sample.
+ * Then a `.eval` Steward writes for one of them must read, with Inspect's `read_eval_log`, as the
+ * numbers Inspect computed.
  *
  * Needs the Inspect venv (scripts/peers/setup-inspect.sh, which .ci/run calls); without it the
  * test fails and says how to install it.
  */
 import { spawnSync } from 'node:child_process';
-import { existsSync } from 'node:fs';
+import { existsSync, promises as fs } from 'node:fs';
+import { tmpdir } from 'node:os';
 import * as path from 'node:path';
 import type { MetricName } from '../src/core/metrics';
 import type { ReducerName } from '../src/core/reducers';
 import type { ScoreValue } from '../src/definition/types';
 import { reduceSamples, taskMetrics, type ScoredEpoch } from '../src/eval/metrics';
+import { writeTaskInspectLog } from '../src/logs/inspect/write';
+import { openLogStore, type SampleRecord } from '../src/logs/store';
 
 const PYTHON =
   process.env.STEWARD_INSPECT_PYTHON ??
@@ -182,17 +187,17 @@ const CASES: Case[] = [
   },
 ];
 
-function inspectScores(cases: Case[]): InspectScores[] {
+function python<T>(args: string[], input = ''): T {
   if (!existsSync(PYTHON)) {
     throw new Error(`Inspect AI's venv is missing (${PYTHON}): run scripts/peers/setup-inspect.sh`);
   }
-  const run = spawnSync(PYTHON, [SCORER], {
-    input: JSON.stringify(cases),
-    encoding: 'utf8',
-    timeout: 120_000,
-  });
+  const run = spawnSync(PYTHON, [SCORER, ...args], { input, encoding: 'utf8', timeout: 120_000 });
   if (run.status !== 0) throw new Error(`${SCORER} failed (${run.status}): ${run.stderr}`);
-  return JSON.parse(run.stdout) as InspectScores[];
+  return JSON.parse(run.stdout) as T;
+}
+
+function inspectScores(cases: Case[]): InspectScores[] {
+  return python<InspectScores[]>([], JSON.stringify(cases));
 }
 
 function epochsOf(c: Case): ScoredEpoch[] {
@@ -226,38 +231,150 @@ describe('reducers and metrics match inspect_ai', () => {
     const theirs = inspect[i];
     const scores = epochsOf(c);
     const ours = taskMetrics(scores, { reducers: c.reducers, metrics: c.metrics });
-
-    expect(ours.scores.map((s) => s.reducer)).toEqual(theirs.scores.map((s) => s.reducer));
-    ours.scores.forEach((score, r) => {
-      const expected = theirs.scores[r];
-      expect({
-        reducer: score.reducer,
-        scored: score.samples_scored,
-        unscored: score.samples_unscored,
-      }).toEqual({
-        reducer: expected.reducer,
-        scored: expected.scored_samples,
-        unscored: expected.unscored_samples,
-      });
-      expect(Object.keys(score.metrics)).toEqual(Object.keys(expected.metrics));
-      for (const [metric, value] of Object.entries(score.metrics)) {
-        expectSame(value, expected.metrics[metric], `${score.reducer} ${metric}`);
-      }
-    });
+    expectScores(ours.scores, theirs);
     // The headline is the first reducer's.
     expect(ours.reducer).toBe(c.reducers[0]);
+    expectReductions(
+      c.reducers.map((reducer) => ({ reducer, samples: reduceSamples(scores, reducer) })),
+      theirs,
+    );
+  });
 
-    expect(theirs.reductions.map((r) => r.reducer)).toEqual(c.reducers);
-    theirs.reductions.forEach((reduction, r) => {
-      const samples = reduceSamples(scores, c.reducers[r]);
-      expect(samples.map((s) => s.sampleId)).toEqual(reduction.samples.map((s) => s.sample_id));
-      samples.forEach((sample, s) => {
-        expectSame(
-          sample.value,
-          reduction.samples[s].value,
-          `${c.reducers[r]} sample ${sample.sampleId}`,
+  // One with a sample pass_at cannot score (NaN in reductions), one where it scores none (NaN
+  // metrics): Inspect writes and reads NaN as a bare constant.
+  test.each(['failed epochs', 'k greater than'])(
+    "a .eval Steward writes reads, with Inspect's read_eval_log, as Inspect's own numbers: %s",
+    async (name) => {
+      const i = CASES.findIndex((c) => c.name.startsWith(name));
+      const c = CASES[i];
+      const scoring = { reducers: c.reducers, metrics: c.metrics };
+      const dir = await fs.mkdtemp(path.join(tmpdir(), 'steward-reducers-'));
+      try {
+        const store = openLogStore(dir);
+        await store.writeTaskIdentity({
+          version: 1,
+          eval_set: 'set',
+          task: 't',
+          identity: {
+            model: 'mockllm/model',
+            model_args: {},
+            solver: ['generate'],
+            scorer: { match: {} },
+            dataset: { samples: c.samples.length, sha256: 'abc' },
+            epochs: c.epochs,
+            config: {},
+            sandbox: null,
+          },
+          recorded_at: '2026-12-01T10:00:00.000Z',
+        });
+        const scores = epochsOf(c);
+        for (const s of scores) await store.writeSample(record(s));
+        const total = c.samples.length * c.epochs;
+        await store.writeTaskSummary({
+          version: 1,
+          eval_set: 'set',
+          name: 't',
+          samples: total,
+          completed: scores.length,
+          errored: total - scores.length,
+          resumed: 0,
+          metrics: taskMetrics(scores, scoring),
+          scorer: 'match',
+          model: 'mockllm/model',
+          completed_at: '2026-12-01T10:05:00.000Z',
+        });
+        const written = await writeTaskInspectLog(store, 't', { ended: true, scoring });
+        const read = python<InspectScores & { config: string[] }>(['--log', written!.file]);
+        expect(read.config).toEqual(c.reducers);
+        expectScores(
+          read.scores.map((s) => ({
+            reducer: s.reducer as ReducerName,
+            samples_scored: s.scored_samples,
+            samples_unscored: s.unscored_samples,
+            metrics: s.metrics,
+          })),
+          inspect[i],
         );
-      });
+        expectReductions(
+          read.reductions.map((r) => ({
+            reducer: r.reducer,
+            samples: r.samples.map((s) => ({ sampleId: s.sample_id, value: s.value ?? NaN })),
+          })),
+          inspect[i],
+        );
+      } finally {
+        await fs.rm(dir, { recursive: true, force: true });
+      }
+    },
+  );
+});
+
+function expectScores(
+  ours: Array<{
+    reducer: string;
+    samples_scored: number;
+    samples_unscored: number;
+    metrics: Record<string, number | null | undefined>;
+  }>,
+  theirs: InspectScores,
+): void {
+  expect(ours.map((s) => s.reducer)).toEqual(theirs.scores.map((s) => s.reducer));
+  ours.forEach((score, r) => {
+    const expected = theirs.scores[r];
+    expect({
+      reducer: score.reducer,
+      scored: score.samples_scored,
+      unscored: score.samples_unscored,
+    }).toEqual({
+      reducer: expected.reducer,
+      scored: expected.scored_samples,
+      unscored: expected.unscored_samples,
+    });
+    expect(Object.keys(score.metrics)).toEqual(Object.keys(expected.metrics));
+    for (const [metric, value] of Object.entries(score.metrics)) {
+      expectSame(value, expected.metrics[metric], `${score.reducer} ${metric}`);
+    }
+  });
+}
+
+function expectReductions(
+  ours: Array<{
+    reducer: string;
+    samples: Array<{ sampleId: string | number; value: unknown }>;
+  }>,
+  theirs: InspectScores,
+): void {
+  expect(ours.map((r) => r.reducer)).toEqual(theirs.reductions.map((r) => r.reducer));
+  ours.forEach((reduction, r) => {
+    const expected = theirs.reductions[r].samples;
+    expect(reduction.samples.map((s) => s.sampleId)).toEqual(expected.map((s) => s.sample_id));
+    reduction.samples.forEach((sample, s) => {
+      expectSame(sample.value, expected[s].value, `${reduction.reducer} sample ${sample.sampleId}`);
     });
   });
-});
+}
+
+function record(score: ScoredEpoch): SampleRecord {
+  return {
+    version: 1,
+    eval_set: 'set',
+    task: 't',
+    sample_id: score.sampleId,
+    epoch: score.epoch,
+    input: 'q',
+    target: 't',
+    messages: [
+      { role: 'user', content: 'q' },
+      { role: 'assistant', content: 'a' },
+    ],
+    output: 'a',
+    score: { value: score.value, answer: 'a' },
+    scorer: 'match',
+    usage: { input_tokens: 1, output_tokens: 1, total_tokens: 2 },
+    model: 'mockllm/model',
+    started_at: '2026-12-01T10:01:00.000Z',
+    completed_at: '2026-12-01T10:01:01.000Z',
+    worker: { pid: 1, host: 'h' },
+    attempt: 1,
+  };
+}

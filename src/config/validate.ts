@@ -5,6 +5,7 @@
  * the loader in `loader/definition.ts` reads files and datasets.
  */
 
+import { DEFAULT_SCORING, reducerEpochsNeeded } from '../core/reducers';
 import type { ConfigIssue } from '../errors';
 import { issuesFromZod, type IssueOrigin } from './issues';
 import { KNOBS, rampRangeProblem, type ConcurrencySettings } from './knobs';
@@ -12,7 +13,6 @@ import type { GenerateConfig, Scorer, Solver, TaskDefinition } from '../definiti
 import type { AgentOptions } from '../eval/agent';
 import type { SandboxCheckOptions } from '../eval/sandbox-scorers';
 import type { MatchOptions } from '../eval/scorers';
-import { DEFAULT_SCORING, reducerEpochsNeeded } from '../core/reducers';
 import { modelArgsSchema, parseModelName } from './models';
 import {
   datasetFormatOf,

@@ -1,5 +1,8 @@
 """Scores cases with Inspect AI's own reducers and metrics, for test/reducers-inspect.test.ts.
 
+    python inspect_scores.py < cases.json      # scores the cases
+    python inspect_scores.py --log <.eval>     # what read_eval_log reads of a log's scores
+
 Reads a JSON list of cases on stdin, each {"epochs": n, "reducers": [names], "metrics": [names],
 "samples": [{"id": id, "epochs": [value, ...]}]}, and prints, per case, what Inspect's
 `eval_results` makes of them: each reducer's score (scored and unscored samples, metric values)
@@ -12,6 +15,7 @@ import sys
 
 from inspect_ai._eval.task.epochs import Epochs
 from inspect_ai._eval.task.results import ScorerInfo, eval_results
+from inspect_ai.log import read_eval_log
 from inspect_ai.scorer import SampleScore, Score, accuracy, mean, std, stderr
 
 METRICS = {"accuracy": accuracy, "stderr": stderr, "mean": mean, "std": std}
@@ -45,6 +49,10 @@ def score(case):
         scorers=[ScorerInfo(name="s", metrics=[METRICS[m]() for m in case["metrics"]])],
         metrics=None,
     )
+    return views(results, reductions)
+
+
+def views(results, reductions):
     return {
         "scores": [
             {
@@ -67,4 +75,9 @@ def score(case):
     }
 
 
-print(json.dumps([score(case) for case in json.load(sys.stdin)]))
+if sys.argv[1:2] == ["--log"]:
+    log = read_eval_log(sys.argv[2])
+    reducers = log.eval.config.epochs_reducer
+    print(json.dumps({**views(log.results, log.reductions), "config": reducers}))
+else:
+    print(json.dumps([score(case) for case in json.load(sys.stdin)]))
