@@ -122,9 +122,25 @@ export function taskMetrics(
   };
 }
 
+/**
+ * A summary's scores by reducer. One written before reducers were configurable has only the
+ * mean's accuracy and stderr.
+ */
+export function summaryScores(metrics: TaskMetrics): ReducerScores[] {
+  if (Array.isArray(metrics.scores)) return metrics.scores;
+  return [
+    {
+      reducer: 'mean',
+      samples_scored: metrics.samples_scored,
+      samples_unscored: 0,
+      metrics: { accuracy: metrics.accuracy, stderr: metrics.stderr },
+    },
+  ];
+}
+
 /** The scoring a task's scores were computed under, read back from them. */
 export function scoringOf(metrics: Pick<TaskMetrics, 'scores'>): Scoring | undefined {
-  const [first] = metrics.scores ?? [];
+  const [first] = metrics.scores;
   if (!first) return undefined;
   return {
     reducers: metrics.scores.map((s) => s.reducer),

@@ -11,12 +11,7 @@
  */
 import { canonicalJson, type TaskIdentity, type TaskIdentityRecord } from '../../definition/identity';
 import { DEFAULT_SCORING, type ReducerName, type Scoring } from '../../core/reducers';
-import {
-  reduceSamples,
-  scoringOf,
-  type ReducerScores,
-  type TaskMetrics,
-} from '../../eval/metrics';
+import { reduceSamples, scoringOf, summaryScores } from '../../eval/metrics';
 import type { SampleErrorRecord, SampleRecord, TaskSummary } from '../store';
 import {
   completedSample,
@@ -264,22 +259,6 @@ function results(scorer: string, summary: TaskSummary) {
         }))
       : [],
   };
-}
-
-/**
- * A summary's scores by reducer. One written before reducers were configurable has only the
- * mean's accuracy and stderr.
- */
-function summaryScores(metrics: TaskMetrics): ReducerScores[] {
-  if (Array.isArray(metrics.scores)) return metrics.scores;
-  return [
-    {
-      reducer: 'mean',
-      samples_scored: metrics.samples_scored,
-      samples_unscored: 0,
-      metrics: { accuracy: metrics.accuracy, stderr: metrics.stderr },
-    },
-  ];
 }
 
 function scoringFor(source: TaskLogSource): Scoring {
