@@ -1,16 +1,27 @@
 import type { ScoreValue } from '../src/definition/types';
-import { computeMetrics, std } from '../src/core/metrics';
+import { computeMetrics, std, valueToFloat, type ScalarValue } from '../src/core/metrics';
 import { isReducerName, parseReducer, reduceEpochs, type ReducerName } from '../src/core/reducers';
-import { accuracy, scoreToFloat, stderr, taskMetrics, type ScoredEpoch } from '../src/eval/metrics';
+import { accuracy, stderr, taskMetrics, type ScoredEpoch } from '../src/eval/metrics';
 
-describe('scoreToFloat', () => {
-  it.each<[ScoreValue, number]>([
+describe('valueToFloat', () => {
+  // Inspect's value_to_float(): its constants, then yes/no words and numeric strings, else 0.
+  it.each<[ScalarValue, number]>([
     ['C', 1],
     ['I', 0],
+    ['P', 0.5],
+    ['N', 0],
     [0.25, 0.25],
     [0, 0],
+    ['Yes', 1],
+    ['false', 0],
+    ['0.3', 0.3],
+    [' -1e1 ', -10],
+    ['0x10', 0],
+    ['inf', 0],
+    ['', 0],
+    ['junk', 0],
   ])('%j -> %d', (value, float) => {
-    expect(scoreToFloat(value)).toBe(float);
+    expect(valueToFloat(value)).toBe(float);
   });
 });
 

@@ -16,6 +16,9 @@ export const DEFAULT_METRICS: readonly MetricName[] = ['accuracy', 'stderr'];
 /** A score value before it is a number: `C`, `I`, a number, or another of Inspect's strings. */
 export type ScalarValue = string | number;
 
+/** Python's float() syntax, as Inspect's `is_finite_number` reads a numeric string. */
+const DECIMAL = /^\s*[+-]?(\d+\.?\d*|\.\d+)(e[+-]?\d+)?\s*$/i;
+
 /**
  * Inspect's `value_to_float()`: `C` 1, `P` 0.5, `I` and `N` 0; numbers as they are (NaN stays
  * NaN: the unscored sentinel); yes/true 1, no/false 0, a numeric string its number; anything
@@ -29,8 +32,10 @@ export function valueToFloat(value: ScalarValue): number {
   const lower = value.toLowerCase();
   if (lower === 'yes' || lower === 'true') return 1;
   if (lower === 'no' || lower === 'false') return 0;
+  // Not JavaScript's Number(): it reads `0x10` and the empty string.
+  if (!DECIMAL.test(value)) return 0;
   const number = Number(value);
-  return value.trim() !== '' && Number.isFinite(number) ? number : 0;
+  return Number.isFinite(number) ? number : 0;
 }
 
 function sum(values: number[]): number {

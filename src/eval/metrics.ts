@@ -55,11 +55,6 @@ export interface SampleReduction {
   value: ReducedValue;
 }
 
-/** `C` is 1, `I` is 0, a number is itself. */
-export function scoreToFloat(value: ScoreValue): number {
-  return valueToFloat(value);
-}
-
 /**
  * Each sample's epochs reduced to one score, samples in the order first seen, each sample's
  * epochs in epoch order (the order a tie of `mode` or `max` goes by). A sample epoch listed twice

@@ -261,6 +261,7 @@ function results(scorer: string, summary: TaskSummary) {
   };
 }
 
+/** The scoring the log shows: the summary's once the task has ended, else the definition's. */
 function scoringFor(source: TaskLogSource): Scoring {
   const metrics = source.summary?.metrics;
   const scored = metrics ? scoringOf({ scores: summaryScores(metrics) }) : undefined;
