@@ -153,7 +153,7 @@ const rejected: Row[] = [
     files: { 'evalset.yaml': definition({}, { epochs: 'three' }), 'data.jsonl': ONE_SAMPLE },
     code: 2,
     stderr: (d) =>
-      `steward: ${d}/evalset.yaml: tasks.0.epochs: expected number, got string ("three")`,
+      `steward: ${d}/evalset.yaml: tasks.0.epochs: expected a number or { count, reducer } ("three")`,
   },
   {
     name: 'a string where the task list goes',

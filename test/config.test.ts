@@ -36,6 +36,7 @@ describe('validateDefinition', () => {
             scorer: { type: 'match', options: {} },
             scorerName: 'match',
             epochs: 1,
+            scoring: { reducers: ['mean'], metrics: ['accuracy', 'stderr'] },
             model: 'mockllm/model',
             modelArgs: {},
             config: {},
@@ -111,6 +112,26 @@ describe('validateDefinition', () => {
     expect(validateDefinition(def, FILE).definition?.tasks[0].modelArgs).toEqual(modelArgs);
   });
 
+  test.each([
+    ['a count', { epochs: 3 }, 3, { reducers: ['mean'], metrics: ['accuracy', 'stderr'] }],
+    [
+      'a count and a reducer',
+      { epochs: { count: 3, reducer: 'pass_at_2' } },
+      3,
+      { reducers: ['pass_at_2'], metrics: ['accuracy', 'stderr'] },
+    ],
+    [
+      'reducers and metrics',
+      { epochs: { count: 4, reducer: ['mode', 'at_least_4'] }, metrics: ['mean', 'std'] },
+      4,
+      { reducers: ['mode', 'at_least_4'], metrics: ['mean', 'std'] },
+    ],
+    ['metrics alone', { metrics: ['accuracy'] }, 1, { reducers: ['mean'], metrics: ['accuracy'] }],
+  ])('reads epochs and scoring from %s', (_name, task, epochs, scoring) => {
+    const read = validateDefinition(withTask(task), FILE).definition?.tasks[0];
+    expect({ epochs: read?.epochs, scoring: read?.scoring }).toEqual({ epochs, scoring });
+  });
+
   test('a custom scorer is named by scorer_name, else by its function', () => {
     async function lengthScorer() {
       return { value: 1 };
@@ -155,7 +176,7 @@ describe('validateDefinition', () => {
     [
       'a wrong type',
       withTask({ epochs: '2' }),
-      ['evalset.yaml: tasks.0.epochs: expected number, got string ("2")'],
+      ['evalset.yaml: tasks.0.epochs: expected a number or { count, reducer } ("2")'],
     ],
     [
       'a fractional count',
@@ -166,6 +187,59 @@ describe('validateDefinition', () => {
       'zero epochs',
       withTask({ epochs: 0 }),
       ['evalset.yaml: tasks.0.epochs: must be at least 1 (0)'],
+    ],
+    [
+      'zero epochs with a reducer',
+      withTask({ epochs: { count: 0, reducer: 'mean' } }),
+      ['evalset.yaml: tasks.0.epochs.count: must be at least 1 (0)'],
+    ],
+    [
+      'epochs with a reducer and no count',
+      withTask({ epochs: { reducer: 'mean' } }),
+      ['evalset.yaml: tasks.0.epochs.count: required'],
+    ],
+    [
+      'an unknown reducer',
+      withTask({ epochs: { count: 2, reducer: 'majority' } }),
+      [
+        'evalset.yaml: tasks.0.epochs.reducer: unknown reducer; expected mean, median, mode, max, pass_at_<k> or at_least_<k> ("majority")',
+      ],
+    ],
+    [
+      'an unknown reducer in a list, at its place',
+      withTask({ epochs: { count: 2, reducer: ['mean', 'pass_at_0'] } }),
+      [
+        'evalset.yaml: tasks.0.epochs.reducer.1: unknown reducer; expected mean, median, mode, max, pass_at_<k> or at_least_<k> ("pass_at_0")',
+      ],
+    ],
+    [
+      'a k above the epochs, as Inspect refuses it',
+      withTask({ epochs: { count: 3, reducer: ['mean', 'pass_at_5'] } }),
+      [
+        'evalset.yaml: tasks.0.epochs.reducer.1: needs at least 5 epochs; the task has 3 ("pass_at_5")',
+      ],
+    ],
+    [
+      'a k above the default single epoch',
+      withTask({ epochs: { count: 1, reducer: 'at_least_2' } }),
+      [
+        'evalset.yaml: tasks.0.epochs.reducer: needs at least 2 epochs; the task has 1 ("at_least_2")',
+      ],
+    ],
+    [
+      'an unknown metric and one named twice',
+      withTask({ metrics: ['accuracy', 'f1', 'accuracy'] }),
+      [
+        'evalset.yaml: tasks.0.metrics.1: expected one of "accuracy", "stderr", "mean", "std" ("f1")',
+      ],
+    ],
+    [
+      'a metric and a reducer named twice',
+      withTask({ epochs: { count: 2, reducer: ['max', 'max'] }, metrics: ['std', 'std'] }),
+      [
+        'evalset.yaml: tasks.0.epochs.reducer.1: named twice ("max")',
+        'evalset.yaml: tasks.0.metrics.1: named twice ("std")',
+      ],
     ],
     [
       'a negative max_samples',

@@ -2,10 +2,13 @@
  * The Inspect log builder and the rebuild cadence, as tables: no Temporal, no files. Whether
  * Inspect itself reads the result is test/inspect-logs.test.ts's question.
  */
+import type { Scoring } from '../src/core/reducers';
 import type { TaskIdentityRecord } from '../src/definition/identity';
+import { taskMetrics, type TaskMetrics } from '../src/eval/metrics';
 import {
   buildInspectLog,
   evalSetManifest,
+  inspectJson,
   inspectLogFileName,
   namedStep,
   taskId,
@@ -81,7 +84,21 @@ const summary: TaskSummary = {
   completed: 5,
   errored: 1,
   resumed: 0,
-  metrics: { accuracy: 0.5, stderr: 0.28867513459481287, samples_scored: 3 },
+  metrics: {
+    accuracy: 0.5,
+    stderr: 0.28867513459481287,
+    reducer: 'mean',
+    samples_scored: 3,
+    samples_unscored: 0,
+    scores: [
+      {
+        reducer: 'mean',
+        samples_scored: 3,
+        samples_unscored: 0,
+        metrics: { accuracy: 0.5, stderr: 0.28867513459481287 },
+      },
+    ],
+  },
   scorer: 'match',
   model: 'mockllm/model',
   completed_at: '2026-12-01T10:23:00.000Z',
@@ -171,8 +188,17 @@ describe('a running task', () => {
       task: 'sums_2',
       created: '2026-12-01T10:20:30+00:00',
       dataset: { name: 'sums_2', samples: 3, sample_ids: [1, 'a', 'b'] },
-      config: { epochs: 2 },
-      scorers: [{ name: 'match', options: { location: 'end' } }],
+      config: { epochs: 2, epochs_reducer: ['mean'] },
+      scorers: [
+        {
+          name: 'match',
+          options: { location: 'end' },
+          metrics: [
+            { name: 'inspect_ai/accuracy', options: {} },
+            { name: 'inspect_ai/stderr', options: {} },
+          ],
+        },
+      ],
     });
     expect(start.plan.steps.map((s) => s.solver)).toEqual(['system_message', 'generate']);
   });
@@ -357,5 +383,135 @@ describe('the rebuild cadence', () => {
     expect(cadence.due(20_000)).toBe(false);
     expect(cadence.wakeIn(20_000)).toBe(22_000); // 18 s + 3 × 8 s
     expect(cadence.due(42_000)).toBe(true);
+  });
+});
+
+describe('a task reduced by pass_at_2 and mode, with mean and std', () => {
+  const scoring: Scoring = { reducers: ['pass_at_2', 'mode'], metrics: ['mean', 'std'] };
+  // Sample b's second epoch failed: pass_at_2 cannot score it (one epoch), mode can.
+  const metrics = taskMetrics(
+    samples.map((r) => ({ sampleId: r.sample_id, epoch: r.epoch, value: r.score.value })),
+    scoring,
+  );
+  const log = build({ summary: { ...summary, metrics }, scoring });
+  const header = entry(log, 'header.json') as Record<string, never>;
+
+  test('the summary has one score per reducer, the first as its headline', () => {
+    expect(metrics).toEqual({
+      mean: 1,
+      std: 0,
+      reducer: 'pass_at_2',
+      samples_scored: 2,
+      samples_unscored: 1,
+      scores: [
+        {
+          reducer: 'pass_at_2',
+          samples_scored: 2,
+          samples_unscored: 1,
+          metrics: { mean: 1, std: 0 },
+        },
+        {
+          reducer: 'mode',
+          samples_scored: 3,
+          samples_unscored: 0,
+          metrics: { mean: 1 / 3, std: expect.closeTo(Math.sqrt(1 / 3), 12) },
+        },
+      ],
+    });
+  });
+
+  test('the header names each reducer and its metrics', () => {
+    expect(header.eval).toMatchObject({
+      config: { epochs: 2, epochs_reducer: ['pass_at_2', 'mode'] },
+      scorers: [
+        {
+          metrics: [
+            { name: 'inspect_ai/mean', options: {} },
+            { name: 'inspect_ai/std', options: {} },
+          ],
+        },
+      ],
+    });
+    expect((header.results as { scores: unknown[] }).scores).toEqual([
+      {
+        name: 'match',
+        scorer: 'match',
+        reducer: 'pass_at_2',
+        scored_samples: 2,
+        unscored_samples: 1,
+        params: {},
+        metrics: {
+          mean: { name: 'mean', value: 1, params: {} },
+          std: { name: 'std', value: 0, params: {} },
+        },
+      },
+      {
+        name: 'match',
+        scorer: 'match',
+        reducer: 'mode',
+        scored_samples: 3,
+        unscored_samples: 0,
+        params: {},
+        metrics: {
+          mean: { name: 'mean', value: 1 / 3, params: {} },
+          std: { name: 'std', value: expect.closeTo(Math.sqrt(1 / 3), 12), params: {} },
+        },
+      },
+    ]);
+  });
+
+  test("reductions: each reducer's value per sample, NaN where it scored none, a tie going to the first epoch", () => {
+    expect(entry(log, 'reductions.json')).toEqual([
+      {
+        scorer: 'match',
+        reducer: 'pass_at_2',
+        samples: [
+          { value: 1, history: [], sample_id: 1 },
+          { value: 1, history: [], sample_id: 'a' },
+          { value: NaN, history: [], sample_id: 'b' },
+        ],
+      },
+      {
+        scorer: 'match',
+        reducer: 'mode',
+        samples: [
+          { value: 'C', history: [], sample_id: 1 },
+          { value: 'I', history: [], sample_id: 'a' },
+          { value: 'I', history: [], sample_id: 'b' },
+        ],
+      },
+    ]);
+  });
+
+  test('the spec of the running task takes the scoring from the definition', () => {
+    const running = entry(build({ scoring }), '_journal/start.json') as { eval: unknown };
+    expect(running.eval).toMatchObject({ config: { epochs_reducer: ['pass_at_2', 'mode'] } });
+  });
+
+  test('a metric over no scored sample is NaN, written as Inspect writes it', () => {
+    const none = taskMetrics([{ sampleId: 1, epoch: 1, value: 'C' }], {
+      reducers: ['pass_at_2'],
+      metrics: ['accuracy'],
+    });
+    expect(none).toMatchObject({ accuracy: null, samples_scored: 0, samples_unscored: 1 });
+    const results = entry(build({ summary: { ...summary, metrics: none } }), 'header.json').results;
+    expect(inspectJson(results)).toContain('"value":NaN');
+    expect(inspectJson({ a: [NaN, 1, 'NaN'] })).toBe('{"a":[NaN,1,"NaN"]}');
+  });
+});
+
+describe('a summary written before reducers were configurable', () => {
+  test('reads as the mean, with its accuracy and stderr', () => {
+    const old = { accuracy: 0.5, stderr: 0.25, samples_scored: 3 } as unknown as TaskMetrics;
+    const header = entry(build({ summary: { ...summary, metrics: old } }), 'header.json');
+    expect(header.results).toMatchObject({
+      scores: [
+        {
+          reducer: 'mean',
+          scored_samples: 3,
+          metrics: { accuracy: { value: 0.5 }, stderr: { value: 0.25 } },
+        },
+      ],
+    });
   });
 });

@@ -251,7 +251,7 @@ describeIfReady('Inspect AI reads and shows what the examples wrote', () => {
             );
             return {
               first: task,
-              contains: [String(summary.completed), viewerScore(summary.metrics!.accuracy)],
+              contains: [String(summary.completed), viewerScore(summary.metrics!.accuracy!)],
             };
           }),
         );
@@ -427,7 +427,7 @@ describeIfReady('Inspect AI reads and shows what the examples wrote', () => {
         expect(lines).toContain(task);
         const accuracy = lines.indexOf('ACCURACY');
         expect(lines.slice(accuracy, accuracy + 5)).toContain(
-          viewerScore(summary.metrics!.accuracy),
+          viewerScore(summary.metrics!.accuracy!),
         );
         expect(lines).toContain(`${summary.completed} Samples`);
         return;
@@ -437,7 +437,7 @@ describeIfReady('Inspect AI reads and shows what the examples wrote', () => {
       const row = lines.slice(lines.indexOf(task), lines.indexOf(task) + 9);
       expect(row[0]).toBe(task);
       expect(row).toContain(String(summary.completed));
-      expect(row).toContain(viewerScore(summary.metrics!.accuracy));
+      expect(row).toContain(viewerScore(summary.metrics!.accuracy!));
     },
   );
 

@@ -7,6 +7,7 @@ import type {
   Solver,
   TaskDefinition,
 } from '../src/definition/types';
+import { DEFAULT_SCORING } from '../src/core/reducers';
 import { runSample } from '../src/eval/run-sample';
 import { match } from '../src/eval/scorers';
 import { generate, initialState, systemMessage } from '../src/eval/solvers';
@@ -27,6 +28,7 @@ function task(overrides: Partial<TaskDefinition>): TaskDefinition {
     scorer: match(),
     scorerName: 'match',
     epochs: 1,
+    scoring: DEFAULT_SCORING,
     model: 'mockllm/model',
     modelArgs: {},
     config: {},

@@ -107,6 +107,7 @@ export function createTaskActivities(deps: ActivityDeps) {
         await writeTaskInspectLog(store, task.name, {
           ended: false,
           sampleIds: task.dataset.map((s) => s.id),
+          scoring: task.scoring,
         }).catch((err: unknown) => {
           throw failOnLogWrite(err);
         });
@@ -188,6 +189,7 @@ export function createTaskActivities(deps: ActivityDeps) {
         await writeTaskInspectLog(deps.logStore(ref.logDir), task.name, {
           ended: false,
           sampleIds: task.dataset.map((s) => s.id),
+          scoring: task.scoring,
         }).catch((err: unknown) => {
           throw failOnLogWrite(err);
         });
@@ -216,6 +218,7 @@ export function createTaskActivities(deps: ActivityDeps) {
                   epoch: r.epoch,
                   value: r.score.value,
                 })),
+                task.scoring,
               );
         const completed = records.length;
         const written = store.writeTaskSummary({
@@ -238,6 +241,7 @@ export function createTaskActivities(deps: ActivityDeps) {
         await writeTaskInspectLog(store, task.name, {
           ended: true,
           sampleIds: task.dataset.map((s) => s.id),
+          scoring: task.scoring,
         }).catch((err: unknown) => {
           throw failOnLogWrite(err);
         });

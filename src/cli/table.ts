@@ -1,5 +1,6 @@
 /** The final table of an eval set's results. */
-import type { EvalSetResult } from '../workflows/types';
+import type { MetricName } from '../core/metrics';
+import type { EvalSetResult, TaskResult } from '../workflows/types';
 
 /**
  * Rows padded to aligned columns, two spaces apart. A left-aligned last column runs free, so a
@@ -18,23 +19,38 @@ export function alignColumns(rows: string[][], rightAligned: boolean[]): string[
   );
 }
 
+/**
+ * One row per task and reducer: a task reduced two ways (`mean` and `pass_at_2`) gets a second
+ * row for the second, its counts left blank. The metric columns are every metric any task names.
+ */
 export function resultTable(result: EvalSetResult): string {
-  const header = ['task', 'samples', 'completed', 'errored', 'accuracy', 'stderr'];
-  const rows = result.tasks.map((t) => [
-    t.name,
-    String(t.samples),
-    String(t.completed),
-    String(t.errored),
-    t.metrics ? t.metrics.accuracy.toFixed(3) : '-',
-    t.metrics ? t.metrics.stderr.toFixed(3) : '-',
-  ]);
+  const scoresOf = (t: TaskResult) => t.metrics?.scores ?? [];
+  const metrics = [
+    ...new Set(result.tasks.flatMap((t) => scoresOf(t).flatMap((s) => Object.keys(s.metrics)))),
+  ] as MetricName[];
+  const header = ['task', 'samples', 'completed', 'errored', 'reducer', ...metrics];
+  const rows = result.tasks.flatMap((t) => {
+    const counts = [t.name, String(t.samples), String(t.completed), String(t.errored)];
+    const scores = scoresOf(t);
+    if (scores.length === 0) return [[...counts, '-', ...metrics.map(() => '-')]];
+    return scores.map((score, i) => [
+      ...(i === 0 ? counts : counts.map(() => '')),
+      score.reducer,
+      ...metrics.map((name) => metricCell(score.metrics[name])),
+    ]);
+  });
   const rule = header.map((h, i) =>
     '-'.repeat(Math.max(h.length, ...rows.map((r) => r[i].length))),
   );
   return alignColumns(
     [header, rule, ...rows],
-    header.map((_, i) => i > 0),
+    header.map((_, i) => i > 0 && i !== 4),
   ).join('\n');
+}
+
+/** A metric's value to three places; `-` where the task has no such metric or scored nothing. */
+function metricCell(value: number | null | undefined): string {
+  return value === undefined || value === null ? '-' : value.toFixed(3);
 }
 
 /** The `--json` summary: stable keys for scripts. */

@@ -11,6 +11,8 @@
 
 import { z } from 'zod';
 import type { Scorer, Solver } from '../definition/types';
+import { metricNameSchema } from '../core/metrics';
+import { reducerSpecSchema } from '../core/reducers';
 import { knobShape } from './knobs';
 
 /** Names of eval sets and tasks end up in Temporal workflow ids and task queues. */
@@ -224,6 +226,29 @@ const datasetSpec = z.union(
 
 const modelArgs = z.record(z.string(), z.unknown());
 
+/** `epochs: 3`, or `epochs: { count: 3, reducer: pass_at_2 }` with one reducer or a list. */
+const epochsSpec = z.union(
+  [
+    positiveInt,
+    z.strictObject({
+      count: positiveInt,
+      reducer: reducerSpecSchema.optional(),
+    }),
+  ],
+  {
+    error: (issue) => {
+      if (issue.input === undefined) return 'required';
+      // A number misses both forms only by not being a whole one.
+      if (typeof issue.input === 'number') {
+        return Number.isFinite(issue.input)
+          ? 'expected integer, got number'
+          : 'expected a finite number';
+      }
+      return 'expected a number or { count, reducer }';
+    },
+  },
+);
+
 const taskSchema = z.strictObject({
   /** Unique within the eval set. */
   name,
@@ -234,8 +259,10 @@ const taskSchema = z.strictObject({
   scorer: scorerSpec,
   /** Names a custom scorer in logs. @default the function's name */
   scorer_name: z.string().min(1).optional(),
-  /** @default 1 */
-  epochs: positiveInt.optional(),
+  /** A count, or `{ count, reducer }` as Inspect's `Epochs`. @default 1, reduced by `mean` */
+  epochs: epochsSpec.optional(),
+  /** The metrics over the reduced samples, as Inspect names them. @default [accuracy, stderr] */
+  metrics: z.array(metricNameSchema).min(1).optional(),
   /** Inspect-style model name. @default the eval set's `model` */
   model: z.string().min(1).optional(),
   /** @default the eval set's `model_args` when the task uses the eval set's model, else {} */

@@ -5,6 +5,7 @@
  * the loader in `loader/definition.ts` reads files and datasets.
  */
 
+import { DEFAULT_SCORING, reducerEpochsNeeded } from '../core/reducers';
 import type { ConfigIssue } from '../errors';
 import { issuesFromZod, type IssueOrigin } from './issues';
 import { KNOBS, rampRangeProblem, type ConcurrencySettings } from './knobs';
@@ -125,12 +126,25 @@ function normaliseTask(task: ParsedTask, def: ParsedDefinition): ValidatedTask {
       scorer.type === 'custom'
         ? (task.scorer_name ?? (scorer.scorer.name || 'custom'))
         : scorer.type,
-    epochs: task.epochs ?? 1,
+    ...epochsOf(task),
     model,
     // The eval set's model_args describe its model; a task naming another model starts afresh.
     modelArgs: task.model_args ?? (model === def.model ? def.model_args : undefined) ?? {},
     config: task.config ?? {},
     ...(task.sandbox === undefined ? {} : { sandbox: task.sandbox }),
+  };
+}
+
+/** The epoch count and the scoring, Inspect's defaults filled in. */
+function epochsOf(task: ParsedTask): Pick<TaskDefinition, 'epochs' | 'scoring'> {
+  const epochs = typeof task.epochs === 'object' ? task.epochs : { count: task.epochs ?? 1 };
+  const reducer = epochs.reducer ?? DEFAULT_SCORING.reducers;
+  return {
+    epochs: epochs.count,
+    scoring: {
+      reducers: typeof reducer === 'string' ? [reducer] : reducer,
+      metrics: task.metrics ?? DEFAULT_SCORING.metrics,
+    },
   };
 }
 
@@ -231,6 +245,8 @@ function checkRules(def: ParsedDefinition, origin: IssueOrigin) {
       }
     }
 
+    errors.push(...scoringProblems(task).map((p) => at(`${path}.${p.path}`, p.message, p.value)));
+
     if (task.scorer_name !== undefined && typeof task.scorer !== 'function') {
       warnings.push(
         at(
@@ -242,6 +258,40 @@ function checkRules(def: ParsedDefinition, origin: IssueOrigin) {
     }
   });
   return { errors, warnings };
+}
+
+/**
+ * A reducer or metric named twice, and a reducer whose k is above the task's epochs (Inspect's
+ * `validate_reducer` refuses that too: `pass_at_5` over 3 epochs has no meaning).
+ */
+function scoringProblems(
+  task: ParsedTask,
+): Array<{ path: string; message: string; value: unknown }> {
+  const { epochs, scoring } = epochsOf(task);
+  const reducerPath = Array.isArray(typeof task.epochs === 'object' && task.epochs.reducer)
+    ? (i: number) => `epochs.reducer.${i}`
+    : () => 'epochs.reducer';
+  const problems = scoring.reducers.flatMap((reducer, i) => {
+    const needed = reducerEpochsNeeded(reducer);
+    const found: Array<{ path: string; message: string; value: unknown }> = [];
+    if (scoring.reducers.indexOf(reducer) !== i) {
+      found.push({ path: reducerPath(i), message: 'named twice', value: reducer });
+    }
+    if (needed !== undefined && needed > epochs) {
+      found.push({
+        path: reducerPath(i),
+        message: `needs at least ${needed} epochs; the task has ${epochs}`,
+        value: reducer,
+      });
+    }
+    return found;
+  });
+  scoring.metrics.forEach((metric, i) => {
+    if (scoring.metrics.indexOf(metric) !== i) {
+      problems.push({ path: `metrics.${i}`, message: 'named twice', value: metric });
+    }
+  });
+  return problems;
 }
 
 /** The built-ins of a task that work in its sandbox, by name. */

@@ -3,7 +3,10 @@
  * model and its arguments, the solver chain, the scorer, the dataset's content, the epochs, the
  * generation config, the sandbox), and nothing that only changes how fast it runs (concurrency
  * knobs, `tend_interval`). A log dir holds the records of one identity per task; a relaunch
- * whose task differs would mix two tasks' samples under one name, so it is refused.
+ * whose task differs would mix two tasks' samples under one name, so it is refused. The epochs
+ * reducers and metrics are left out, as Inspect's `task_identifier` leaves them out: they are
+ * computed from the records when the task ends and change none of them, so a relaunch with
+ * another reducer scores the same records anew.
  *
  * Pure: the identity is computed from what the loader read, and compared here; the log store
  * keeps it (`<log_dir>/<task>/task.json`).

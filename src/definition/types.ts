@@ -8,6 +8,7 @@
  */
 
 import type { ConcurrencySettings } from '../config/knobs';
+import type { Scoring } from '../core/reducers';
 import type { Sandbox, SandboxSpec } from '../sandbox/types';
 import type { TaskIdentity } from './identity';
 
@@ -137,6 +138,11 @@ export interface TaskDefinition {
   scorerName: string;
   /** @default 1 */
   epochs: number;
+  /**
+   * How the epochs of a sample are reduced and the task's metrics computed, as Inspect's
+   * `Epochs(reducer=...)` and `metrics=[...]`. @default mean; accuracy, stderr
+   */
+  scoring: Scoring;
   /** Inspect-style model name. */
   model: string;
   /** Provider-specific arguments, e.g. mockllm's scripted outputs and latency. */

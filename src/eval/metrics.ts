@@ -1,9 +1,22 @@
 /**
- * Task metrics as Inspect AI computes them for `match`-style scorers: epochs reduced per sample
- * by their mean, then accuracy and its standard error over samples.
+ * A task's scores as Inspect AI computes them: each sample's epochs reduced to one score by each
+ * of the task's reducers (`core/reducers.ts`), then the task's metrics (`core/metrics.ts`) over
+ * the samples each reducer scored. Pure.
  */
 
+import { computeMetrics, valueToFloat, type MetricName } from '../core/metrics';
+import {
+  DEFAULT_SCORING,
+  reduceEpochs,
+  type ReducedValue,
+  type ReducerName,
+  type Scoring,
+} from '../core/reducers';
 import type { ScoreValue } from '../definition/types';
+
+export { accuracy, stderr } from '../core/metrics';
+
+export { DEFAULT_SCORING, type Scoring } from '../core/reducers';
 
 /** One scored sample epoch. */
 export interface ScoredEpoch {
@@ -12,54 +25,120 @@ export interface ScoredEpoch {
   value: ScoreValue;
 }
 
-export interface TaskMetrics {
-  /** Mean score over samples; 0 when none was scored (see `samples_scored`). */
-  accuracy: number;
-  /** Standard error of that mean; 0 for fewer than two samples. */
-  stderr: number;
+/** Metric values by name, in the task's order; null where Inspect has NaN (nothing scored). */
+export type MetricValues = { [M in MetricName]?: number | null };
+
+/** What one reducer made of a task. */
+export interface ReducerScores {
+  reducer: ReducerName;
+  /** Samples the reducer gave a score. */
   samples_scored: number;
-}
-
-/** `C` is 1, `I` is 0, a number is itself. */
-export function scoreToFloat(value: ScoreValue): number {
-  if (value === 'C') return 1;
-  if (value === 'I') return 0;
-  return value;
-}
-
-/** The mean; 0 for no values. */
-export function accuracy(values: number[]): number {
-  if (values.length === 0) return 0;
-  return values.reduce((sum, value) => sum + value, 0) / values.length;
-}
-
-/** Sample standard deviation (n - 1 denominator) over the square root of n; 0 for n < 2. */
-export function stderr(values: number[]): number {
-  const n = values.length;
-  if (n < 2) return 0;
-  const mean = accuracy(values);
-  const variance = values.reduce((sum, value) => sum + (value - mean) ** 2, 0) / (n - 1);
-  return Math.sqrt(variance) / Math.sqrt(n);
+  /** Samples it could not (`pass_at_k` with fewer than k epochs recorded). */
+  samples_unscored: number;
+  metrics: MetricValues;
 }
 
 /**
- * Accuracy and stderr of a task. Epochs of a sample are averaged first, so a sample run three
- * times counts once, as Inspect's default `mean` reducer does. A sample epoch listed twice counts
- * once (the last listed wins), so a result recorded again after a retry cannot skew the mean.
+ * A task's scores: every reducer's, in the task's order, and the first one's flattened as the
+ * headline (`accuracy`, `stderr`, ... at the top, as `steward status` and scripts read them).
  */
-export function taskMetrics(scores: ScoredEpoch[]): TaskMetrics {
-  const bySample = new Map<string, Map<number, number>>();
+export interface TaskMetrics extends MetricValues {
+  reducer: ReducerName;
+  samples_scored: number;
+  samples_unscored: number;
+  scores: ReducerScores[];
+}
+
+/** A sample's score after its epochs were reduced; NaN: unscored. */
+export interface SampleReduction {
+  sampleId: string | number;
+  value: ReducedValue;
+}
+
+/**
+ * Each sample's epochs reduced to one score, samples in the order first seen, each sample's
+ * epochs in epoch order (the order a tie of `mode` or `max` goes by). A sample epoch listed twice
+ * counts once (the last listed wins), so a result recorded again after a retry cannot skew it.
+ * Sample 1 and sample "1" are different samples.
+ */
+export function reduceSamples(scores: ScoredEpoch[], reducer: ReducerName): SampleReduction[] {
+  const bySample = new Map<
+    string,
+    { sampleId: string | number; epochs: Map<number, ScoreValue> }
+  >();
   for (const score of scores) {
-    // Keyed with the type: sample 1 and sample "1" are different samples.
     const key = `${typeof score.sampleId}:${score.sampleId}`;
-    const epochs = bySample.get(key) ?? new Map<number, number>();
-    epochs.set(score.epoch, scoreToFloat(score.value));
-    bySample.set(key, epochs);
+    const sample = bySample.get(key) ?? { sampleId: score.sampleId, epochs: new Map() };
+    sample.epochs.set(score.epoch, score.value);
+    bySample.set(key, sample);
   }
-  const perSample = [...bySample.values()].map((epochs) => accuracy([...epochs.values()]));
+  return [...bySample.values()].map(({ sampleId, epochs }) => {
+    const values = [...epochs.entries()].sort(([a], [b]) => a - b).map(([, value]) => value);
+    return { sampleId, value: reduceEpochs(reducer, values) };
+  });
+}
+
+/** One reducer's scores of a task. */
+export function reducerScores(
+  scores: ScoredEpoch[],
+  reducer: ReducerName,
+  metrics: readonly MetricName[],
+): ReducerScores {
+  const values = reduceSamples(scores, reducer)
+    .map((sample) => valueToFloat(sample.value))
+    .filter((value) => !Number.isNaN(value));
+  const samples = new Set(scores.map((s) => `${typeof s.sampleId}:${s.sampleId}`)).size;
   return {
-    accuracy: accuracy(perSample),
-    stderr: stderr(perSample),
-    samples_scored: perSample.length,
+    reducer,
+    samples_scored: values.length,
+    samples_unscored: samples - values.length,
+    metrics: Object.fromEntries(
+      computeMetrics(metrics, values).map(([name, value]) => [
+        name,
+        Number.isNaN(value) ? null : value,
+      ]),
+    ),
+  };
+}
+
+/** A task's scores under its scoring (by default Inspect's: the mean of epochs, accuracy, stderr). */
+export function taskMetrics(
+  scores: ScoredEpoch[],
+  scoring: Scoring = DEFAULT_SCORING,
+): TaskMetrics {
+  const all = scoring.reducers.map((reducer) => reducerScores(scores, reducer, scoring.metrics));
+  const [headline] = all;
+  return {
+    ...headline.metrics,
+    reducer: headline.reducer,
+    samples_scored: headline.samples_scored,
+    samples_unscored: headline.samples_unscored,
+    scores: all,
+  };
+}
+
+/**
+ * A summary's scores by reducer. One written before reducers were configurable has only the
+ * mean's accuracy and stderr.
+ */
+export function summaryScores(metrics: TaskMetrics): ReducerScores[] {
+  if (Array.isArray(metrics.scores)) return metrics.scores;
+  return [
+    {
+      reducer: 'mean',
+      samples_scored: metrics.samples_scored,
+      samples_unscored: 0,
+      metrics: { accuracy: metrics.accuracy, stderr: metrics.stderr },
+    },
+  ];
+}
+
+/** The scoring a task's scores were computed under, read back from them. */
+export function scoringOf(metrics: Pick<TaskMetrics, 'scores'>): Scoring | undefined {
+  const [first] = metrics.scores;
+  if (!first) return undefined;
+  return {
+    reducers: metrics.scores.map((s) => s.reducer),
+    metrics: Object.keys(first.metrics) as MetricName[],
   };
 }

@@ -146,13 +146,9 @@ export const sampleStartSchema = z.lazy(() =>
   }),
 );
 
-const metricsSchema = z.lazy(() =>
-  z.looseObject({
-    accuracy: z.number(),
-    stderr: z.number(),
-    samples_scored: count,
-  }),
-);
+// The metrics a task names vary (src/eval/metrics.ts): the workflow reads none of them, so only
+// the count it always has is checked.
+const metricsSchema = z.lazy(() => z.looseObject({ samples_scored: count }));
 
 const taskResultSchema = z.lazy(() =>
   z.looseObject({

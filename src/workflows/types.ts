@@ -9,6 +9,7 @@ import type { ResolvedSettings } from '../config/settings';
 import type { AccountRampState, Holds, RampSettings, TaskRampState } from '../core/ramp';
 import type { IndexRanges } from '../core/ranges';
 import type { ConcurrencySettings } from '../definition/types';
+import type { TaskMetrics } from '../eval/metrics';
 
 /** Input of the `evalSet` workflow (task queue `steward`, id `steward-<name>`). */
 export interface EvalSetInput {
@@ -341,11 +342,8 @@ export interface TaskResult {
   metrics: TaskMetrics | null;
 }
 
-export interface TaskMetrics {
-  accuracy: number;
-  stderr: number;
-  samples_scored: number;
-}
+/** A task's scores, declared with the code that computes them. */
+export type { TaskMetrics } from '../eval/metrics';
 
 export interface EvalSetStatus {
   eval_set: string;

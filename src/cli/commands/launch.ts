@@ -21,6 +21,7 @@ import { loadDefinitionFiles, loadSnapshot, writeSnapshot } from '../../loader/s
 import { indicesWithKeys, sampleCount } from '../../definition/samples';
 import type { EvalSetDefinition } from '../../definition/types';
 import { ConfigError, ErrorType, ExitCode, StewardError, formatIssue } from '../../errors';
+import { rescoreEndedTasks } from '../../logs/rescore';
 import { checkLogDir, openLogStore, sampleKey } from '../../logs/store';
 import { checkModelEnvironment } from '../../models';
 import { connectClient, resolveTemporal, type TemporalTarget } from '../../temporal/connection';
@@ -116,6 +117,12 @@ export async function launchCommand(file: string, opts: LaunchOptions): Promise<
       say(
         `nothing to do: all ${total} samples of eval set ${definition.name} are already completed (${logDir})`,
       );
+      const rescored = await rescoreEndedTasks(openLogStore(logDir), pinned.tasks);
+      if (rescored.length > 0) {
+        say(
+          `scored again under the reducers and metrics the definition names: ${rescored.join(', ')}`,
+        );
+      }
       const summary = await openLogStore(logDir).readEvalSetSummary();
       if (summary) report(summary, opts.json);
       return ExitCode.ok;

@@ -10,7 +10,8 @@
  * complete it.
  */
 import { canonicalJson, type TaskIdentity, type TaskIdentityRecord } from '../../definition/identity';
-import { scoreToFloat, type TaskMetrics } from '../../eval/metrics';
+import { DEFAULT_SCORING, type ReducerName, type Scoring } from '../../core/reducers';
+import { reduceSamples, scoringOf, summaryScores } from '../../eval/metrics';
 import type { SampleErrorRecord, SampleRecord, TaskSummary } from '../store';
 import {
   completedSample,
@@ -43,6 +44,11 @@ export interface TaskLogSource {
    * recorded samples stand in: Inspect reads samples by these ids.
    */
   sampleIds?: Array<string | number>;
+  /**
+   * The task's reducers and metrics, from its definition. An ended task's summary says which it
+   * was scored under, and wins; without either, Inspect's default (mean; accuracy, stderr).
+   */
+  scoring?: Scoring;
   /** Steward's version, for the spec's `packages`. */
   stewardVersion: string;
 }
@@ -94,6 +100,7 @@ export function buildInspectLog(source: TaskLogSource): InspectLog {
   const tid = taskId(record.eval_set, record.task, identity);
   const evalId = shortId(`eval:${tid}:${record.recorded_at}`);
   const scorer = scorerName(source, identity);
+  const scoring = scoringFor(source);
   const plan = {
     name: 'plan',
     steps: identity.solver.map((step) => {
@@ -114,7 +121,7 @@ export function buildInspectLog(source: TaskLogSource): InspectLog {
   const summaries = samples.map(({ sample, attempt }) => sampleSummary(sample, attempt));
   const sampleIds =
     source.sampleIds ?? [...new Set(samples.filter((s) => s.sample.epoch === 1).map((s) => s.sample.id))];
-  const spec = evalSpec(source, tid, evalId, scorer, sampleIds);
+  const spec = evalSpec(source, tid, evalId, scorer, sampleIds, scoring);
 
   const entries: ZipEntry[] = [
     { name: '_journal/start.json', json: { version: INSPECT_LOG_VERSION, eval: spec, plan } },
@@ -125,7 +132,10 @@ export function buildInspectLog(source: TaskLogSource): InspectLog {
   if (status !== 'started' && source.summary) {
     const summary = source.summary;
     entries.push({ name: 'summaries.json', json: summaries });
-    entries.push({ name: 'reductions.json', json: reductions(scorer, source.samples) });
+    entries.push({
+      name: 'reductions.json',
+      json: reductions(scorer, source.samples, scoring.reducers),
+    });
     entries.push({
       name: 'header.json',
       json: {
@@ -133,7 +143,7 @@ export function buildInspectLog(source: TaskLogSource): InspectLog {
         status,
         eval: spec,
         plan,
-        results: results(scorer, summary, identity.epochs),
+        results: results(scorer, summary),
         stats: {
           started_at: startedAt(source),
           completed_at: summary.completed_at,
@@ -182,6 +192,7 @@ function evalSpec(
   evalId: string,
   scorer: string,
   sampleIds: Array<string | number>,
+  scoring: Scoring,
 ) {
   const { identity: record } = source;
   const identity = record.identity;
@@ -208,7 +219,7 @@ function evalSpec(
     model: identity.model,
     model_generate_config: identity.config,
     model_args: identity.model_args,
-    config: { epochs: identity.epochs },
+    config: { epochs: identity.epochs, epochs_reducer: scoring.reducers },
     packages: { steward: source.stewardVersion },
     metadata: {
       steward: { eval_set: record.eval_set, dataset_sha256: identity.dataset.sha256, sandbox: identity.sandbox },
@@ -217,55 +228,71 @@ function evalSpec(
       {
         name: scorer,
         options: scorerStep.params,
-        metrics: [
-          { name: 'inspect_ai/accuracy', options: {} },
-          { name: 'inspect_ai/stderr', options: {} },
-        ],
+        metrics: scoring.metrics.map((name) => ({ name: `inspect_ai/${name}`, options: {} })),
         metadata: {},
       },
     ],
   };
 }
 
-/** Steward's metrics (the summary's numbers, exactly) as Inspect's `EvalResults`. */
-function results(scorer: string, summary: TaskSummary, epochs: number) {
-  const metrics: TaskMetrics | null = summary.metrics;
+/**
+ * Steward's metrics (the summary's numbers, exactly) as Inspect's `EvalResults`: one score per
+ * reducer, named by it. A metric over no scored sample is NaN there, as Inspect writes it.
+ */
+function results(scorer: string, summary: TaskSummary) {
   return {
     total_samples: summary.samples,
     completed_samples: summary.completed,
-    scores: metrics
-      ? [
-          {
-            name: scorer,
-            scorer,
-            ...(epochs > 1 ? { reducer: 'mean' } : {}),
-            scored_samples: metrics.samples_scored,
-            unscored_samples: 0,
-            params: {},
-            metrics: {
-              accuracy: { name: 'accuracy', value: metrics.accuracy, params: {} },
-              stderr: { name: 'stderr', value: metrics.stderr, params: {} },
-            },
-          },
-        ]
+    scores: summary.metrics
+      ? summaryScores(summary.metrics).map((score) => ({
+          name: scorer,
+          scorer,
+          reducer: score.reducer,
+          scored_samples: score.samples_scored,
+          unscored_samples: score.samples_unscored,
+          params: {},
+          metrics: Object.fromEntries(
+            Object.entries(score.metrics).map(([name, value]) => [
+              name,
+              { name, value: value ?? NaN, params: {} },
+            ]),
+          ),
+        }))
       : [],
   };
 }
 
-/** Each sample's score with its epochs reduced by their mean, as the metrics took them. */
-function reductions(scorer: string, records: SampleRecord[]) {
-  const bySample = new Map<string, { id: string | number; values: Map<number, number> }>();
-  for (const r of records) {
-    const k = `${typeof r.sample_id}:${r.sample_id}`;
-    const entry = bySample.get(k) ?? { id: r.sample_id, values: new Map<number, number>() };
-    entry.values.set(r.epoch, scoreToFloat(r.score.value));
-    bySample.set(k, entry);
-  }
-  const samples = [...bySample.values()].map(({ id, values }) => {
-    const all = [...values.values()];
-    return { value: all.reduce((a, b) => a + b, 0) / all.length, history: [], sample_id: id };
-  });
-  return samples.length === 0 ? [] : [{ scorer, reducer: 'mean', samples }];
+/** The scoring the log shows: the summary's once the task has ended, else the definition's. */
+function scoringFor(source: TaskLogSource): Scoring {
+  const metrics = source.summary?.metrics;
+  const scored = metrics ? scoringOf({ scores: summaryScores(metrics) }) : undefined;
+  return scored ?? source.scoring ?? DEFAULT_SCORING;
+}
+
+/** Each sample's score with its epochs reduced by each reducer, as the metrics took them. */
+function reductions(scorer: string, records: SampleRecord[], reducers: readonly ReducerName[]) {
+  if (records.length === 0) return [];
+  const scores = records.map((r) => ({ sampleId: r.sample_id, epoch: r.epoch, value: r.score.value }));
+  return reducers.map((reducer) => ({
+    scorer,
+    reducer,
+    samples: reduceSamples(scores, reducer).map(({ sampleId, value }) => ({
+      value,
+      history: [],
+      sample_id: sampleId,
+    })),
+  }));
+}
+
+/**
+ * An entry's JSON as Inspect writes it (pydantic's `ser_json_inf_nan="constants"`): NaN, its
+ * unscored sentinel, as the bare constant, which JSON.stringify would turn into null.
+ */
+export function inspectJson(value: unknown): string {
+  const marker = '\u0000steward:NaN\u0000';
+  return JSON.stringify(value, (_key, v: unknown) =>
+    typeof v === 'number' && Number.isNaN(v) ? marker : v,
+  ).replaceAll(JSON.stringify(marker), 'NaN');
 }
 
 function taskError(summary: TaskSummary, failed: SampleErrorRecord[]): InspectError {

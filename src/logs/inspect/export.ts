@@ -50,6 +50,7 @@ export async function exportInspectLogs(logDir: string): Promise<ExportResult> {
     const written = await writeTaskInspectLog(store, record.task, {
       ended,
       sampleIds: task?.dataset.map((s) => s.id),
+      scoring: task?.scoring,
     });
     if (written) logs.push(written);
   }

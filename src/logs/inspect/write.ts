@@ -14,7 +14,14 @@ import { pipeline } from 'node:stream/promises';
 import { ZipFile } from 'yazl';
 import type { TaskIdentity } from '../../definition/identity';
 import { logWriteError, type LogStore } from '../store';
-import { buildInspectLog, evalSetManifest, type InspectLog, type InspectStatus } from './build';
+import type { Scoring } from '../../core/reducers';
+import {
+  buildInspectLog,
+  evalSetManifest,
+  inspectJson,
+  type InspectLog,
+  type InspectStatus,
+} from './build';
 
 const PACKAGE_ROOT = path.resolve(__dirname, '..', '..', '..');
 
@@ -40,7 +47,7 @@ export interface WrittenLog {
 export async function writeTaskInspectLog(
   store: LogStore,
   task: string,
-  options: { ended: boolean; sampleIds?: Array<string | number> },
+  options: { ended: boolean; sampleIds?: Array<string | number>; scoring?: Scoring },
 ): Promise<WrittenLog | undefined> {
   const identity = await store.readTaskIdentity(task);
   if (!identity) return undefined;
@@ -55,6 +62,7 @@ export async function writeTaskInspectLog(
     errors,
     summary,
     sampleIds: options.sampleIds,
+    scoring: options.scoring,
     stewardVersion: version(),
   });
   const file = path.join(store.dir, log.fileName);
@@ -79,7 +87,7 @@ async function writeZip(file: string, log: InspectLog): Promise<void> {
   await replaceFile(file, async (tmp) => {
     const zip = new ZipFile();
     for (const entry of log.entries) {
-      zip.addBuffer(Buffer.from(JSON.stringify(entry.json)), entry.name, { compress: true });
+      zip.addBuffer(Buffer.from(inspectJson(entry.json)), entry.name, { compress: true });
     }
     zip.end();
     await pipeline(zip.outputStream, createWriteStream(tmp));
