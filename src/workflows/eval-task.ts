@@ -164,6 +164,7 @@ async function runTask(input: EvalTaskInput): Promise<TaskResult> {
     if (done.ok) carry.completed++;
     else carry.errored++;
     if (done.errorType === ErrorType.networkPoolExhausted) carry.networkErrors++;
+    if (done.limit) carry.limited = (carry.limited ?? 0) + 1;
     changed = true;
   };
   // Samples handed over by the previous run. A report that reached the previous run after it
@@ -212,6 +213,7 @@ async function runTask(input: EvalTaskInput): Promise<TaskResult> {
     saturations: carry.saturations,
     runs: carry.runs,
     network_errors: carry.networkErrors,
+    limited: carry.limited ?? 0,
     connection_limit: connectionLimit,
     // The ramp's view belongs to the eval set, which tends this task.
     rate_limit_episodes: 0,
@@ -231,6 +233,7 @@ async function runTask(input: EvalTaskInput): Promise<TaskResult> {
         index,
         parentId: workflowId,
         chain,
+        ...(input.limits ? { limits: input.limits } : {}),
       })),
     });
   };

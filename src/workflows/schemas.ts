@@ -7,7 +7,11 @@
  * TypeScript types of src/workflows/types.ts are the parsed shapes.
  */
 import { z } from 'zod';
-import { knobsSchema as knobs, rampRangeProblem } from '../config/knobs';
+import {
+  knobsSchema as knobs,
+  rampRangeProblem,
+  sampleLimitsSchema as sampleLimits,
+} from '../config/knobs';
 import { formatIssue } from '../errors';
 
 /** Task and eval-set names: they end up in workflow ids and task queues. */
@@ -88,6 +92,7 @@ export const sampleDoneSchema = z.lazy(() =>
     ok: z.boolean(),
     error: z.string().max(10_000).optional(),
     errorType: z.string().max(200).optional(),
+    limit: z.enum(['time', 'working', 'message', 'token', 'turn']).optional(),
   }),
 );
 
@@ -131,6 +136,7 @@ export const evalTaskStartSchema = z.lazy(() =>
     logDir: z.string().min(1),
     parentId: z.string().min(1),
     setpoint: count,
+    limits: sampleLimits.optional(),
   }),
 );
 
@@ -143,6 +149,7 @@ export const sampleStartSchema = z.lazy(() =>
     index: count,
     parentId: z.string().min(1),
     chain: z.string().min(1),
+    limits: sampleLimits.optional(),
   }),
 );
 
@@ -199,6 +206,7 @@ const taskStatusSchema = z.lazy(() =>
     saturations: count,
     runs: count,
     network_errors: count,
+    limited: count.optional(),
     connection_limit: count.nullable(),
     rate_limit_episodes: count,
     ramp_state: z.string(),
@@ -315,6 +323,8 @@ const planSchema = z.lazy(() =>
       connections: connectionsModeSchema,
       maxWorkers: positive.nullable(),
       tendIntervalMs: positive,
+      // Absent in plans made before sample limits existed.
+      limits: sampleLimits.optional(),
     }),
     tasks: z.array(taskPlanSchema).min(1),
   }),
