@@ -19,12 +19,13 @@ export function alignColumns(rows: string[][], rightAligned: boolean[]): string[
 }
 
 export function resultTable(result: EvalSetResult): string {
-  const header = ['task', 'samples', 'completed', 'errored', 'accuracy', 'stderr'];
+  const header = ['task', 'samples', 'completed', 'errored', 'limited', 'accuracy', 'stderr'];
   const rows = result.tasks.map((t) => [
     t.name,
     String(t.samples),
     String(t.completed),
     String(t.errored),
+    String(t.limited ?? 0),
     t.metrics ? t.metrics.accuracy.toFixed(3) : '-',
     t.metrics ? t.metrics.stderr.toFixed(3) : '-',
   ]);
@@ -49,6 +50,7 @@ export function resultJson(result: EvalSetResult): unknown {
       completed: t.completed,
       errored: t.errored,
       resumed: t.resumed,
+      limited: t.limited ?? 0,
       metrics: t.metrics,
     })),
   };

@@ -294,6 +294,7 @@ async function runTask(input: EvalTaskInput): Promise<TaskResult> {
     completed: carry.completed,
     errored: carry.errored,
     resumed: carry.resumed,
+    limited: carry.limited ?? 0,
     metrics,
   };
 }

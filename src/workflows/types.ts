@@ -353,6 +353,8 @@ export interface TaskResult {
   completed: number;
   errored: number;
   resumed: number;
+  /** Samples of this run stopped by a limit, scored on what they had (absent from older runs). */
+  limited?: number;
   metrics: TaskMetrics | null;
 }
 
