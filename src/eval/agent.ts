@@ -99,6 +99,7 @@ export function agent(options: AgentOptions = {}): Solver {
     }
     // Through the built-in solver, so `{field}` placeholders read the sample's metadata as usual.
     let current: TaskState = await systemMessage(system)(state, ctx);
+    ctx.progress?.(current);
     let answer: string | undefined;
     let turns = 0;
     /** Appends to the conversation and publishes it: a limit may stop the sample at any step. */
