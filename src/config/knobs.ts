@@ -141,6 +141,12 @@ export const sampleLimitsSchema = z.strictObject(limitsShape);
 /** A sample's limits as written (snake_case, Inspect's names); unset means none. */
 export type SampleLimits = z.infer<typeof sampleLimitsSchema>;
 
+/**
+ * What can stop a sample: a subset of Inspect's `EvalSampleLimitType` (the four limits above, and
+ * `turn`, the agent's `max_turns`).
+ */
+export const sampleLimitTypeSchema = z.enum(['time', 'working', 'message', 'token', 'turn']);
+
 /** The limits by their names, in declaration order. */
 export const LIMITS = sampleLimitsSchema.keyof().options;
 

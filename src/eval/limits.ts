@@ -13,11 +13,12 @@
  * The agent's `max_turns` is Inspect's `turn` limit. A sample that reaches any of them stops with
  * a {@link SampleLimitExceeded}; its caller scores it on what it had.
  */
-import type { SampleLimits } from '../config/knobs';
+import type { z } from 'zod';
+import type { SampleLimits, sampleLimitTypeSchema } from '../config/knobs';
 import type { TokenUsage } from '../definition/types';
 
 /** The kinds of limit Steward enforces: a subset of Inspect's `EvalSampleLimitType`. */
-export type SampleLimitType = 'time' | 'working' | 'message' | 'token' | 'turn';
+export type SampleLimitType = z.infer<typeof sampleLimitTypeSchema>;
 
 /** Which limit stopped a sample, and its value: Inspect's `EvalSampleLimit` (seconds for time). */
 export interface SampleLimitHit {

@@ -11,6 +11,7 @@ import {
   knobsSchema as knobs,
   rampRangeProblem,
   sampleLimitsSchema as sampleLimits,
+  sampleLimitTypeSchema as sampleLimitType,
 } from '../config/knobs';
 import { formatIssue } from '../errors';
 
@@ -92,7 +93,7 @@ export const sampleDoneSchema = z.lazy(() =>
     ok: z.boolean(),
     error: z.string().max(10_000).optional(),
     errorType: z.string().max(200).optional(),
-    limit: z.enum(['time', 'working', 'message', 'token', 'turn']).optional(),
+    limit: sampleLimitType.optional(),
   }),
 );
 
