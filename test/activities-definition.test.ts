@@ -7,8 +7,9 @@
 import { promises as fs } from 'node:fs';
 import * as path from 'node:path';
 import { ApplicationFailure } from '@temporalio/common';
+import { MockActivityEnvironment } from '@temporalio/testing';
 import type { ActivityDeps } from '../src/activities/deps';
-import { createTaskActivities } from '../src/activities/task';
+import { createTaskActivities, type TaskRef } from '../src/activities/task';
 import { loadDefinition } from '../src/loader/definition';
 import { SnapshotError } from '../src/loader/snapshot';
 import type { EvalSetDefinition } from '../src/definition/types';
@@ -27,6 +28,11 @@ function depsWith(definition: () => Promise<EvalSetDefinition>): ActivityDeps {
     now: () => Date.parse('2026-12-01T12:00:00Z'),
     worker: { pid: 1, host: 'test' },
   };
+}
+
+/** The activity as a worker runs it: in an activity context, which it heartbeats through. */
+function planTask(deps: ActivityDeps, taskRef: TaskRef) {
+  return new MockActivityEnvironment().run(createTaskActivities(deps).planTask, taskRef);
 }
 
 describe('planTask', () => {
@@ -75,28 +81,25 @@ describe('planTask', () => {
       failure: () => ({ type: ErrorType.snapshot, message: 'the snapshot was changed' }),
     },
   ])('fails for good on $what', async ({ load, task, failure }) => {
-    const error = await createTaskActivities(depsWith(load))
-      .planTask(ref(task))
-      .catch((err: unknown) => err);
+    const error = await planTask(depsWith(load), ref(task)).catch((err: unknown) => err);
     expect(error).toBeInstanceOf(ApplicationFailure);
     expect(error).toMatchObject({ nonRetryable: true, ...failure() });
   });
 
   test('leaves a disk error retryable', async () => {
     const eio = Object.assign(new Error('EIO: i/o error, read'), { code: 'EIO' });
-    const error = await createTaskActivities(
+    const error = await planTask(
       depsWith(async () => {
         throw eio;
       }),
-    )
-      .planTask(ref('t'))
-      .catch((err: unknown) => err);
+      ref('t'),
+    ).catch((err: unknown) => err);
     expect(error).toBe(eio);
   });
 
   test('records the task identity on its first run, and refuses a different task later', async () => {
-    const activities = createTaskActivities(depsWith(async () => definition));
-    expect(await activities.planTask(ref('t'))).toEqual({
+    const deps = depsWith(async () => definition);
+    expect(await planTask(deps, ref('t'))).toEqual({
       total: 3,
       pending: [[0, 3]],
       resumed: 0,
@@ -111,12 +114,10 @@ describe('planTask', () => {
       identity: { epochs: 1, dataset: { samples: 3 } },
     });
     // The same task plans again (a relaunch); another one under its name does not.
-    await expect(activities.planTask(ref('t'))).resolves.toMatchObject({ total: 3 });
+    await expect(planTask(deps, ref('t'))).resolves.toMatchObject({ total: 3 });
     const changed = { ...definition.identities.t, model: 'openai/gpt-4o' };
-    const other = createTaskActivities(
-      depsWith(async () => ({ ...definition, identities: { t: changed } })),
-    );
-    const error = await other.planTask(ref('t')).catch((err: unknown) => err);
+    const other = depsWith(async () => ({ ...definition, identities: { t: changed } }));
+    const error = await planTask(other, ref('t')).catch((err: unknown) => err);
     expect(error).toMatchObject({
       nonRetryable: true,
       type: ErrorType.config,

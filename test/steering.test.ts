@@ -114,16 +114,42 @@ async function rampHistory(logDir: string): Promise<RampHistoryEntry[]> {
 
 async function expectCompletedOnce(
   result: CliResult,
-  logDir: string,
+  { name, logDir }: { name: string; logDir: string },
   tasks: { name: string; samples: number }[],
 ): Promise<void> {
   expect(result.stderr).not.toContain('internal error');
-  expect(result.code).toBe(0);
+  if (result.code !== 0) {
+    const id = evalSetWorkflowId(name);
+    const where = await whereEach([id, ...tasks.map((t) => taskWorkflowId(id, t.name))]);
+    throw new Error(`launch ended with ${result.code}\n${where}\n${result.stderr.slice(-4000)}`);
+  }
   for (const task of tasks) {
     const records = await readSampleRecords(logDir, task.name);
     expect(records).toHaveLength(task.samples);
     expect(new Set(records.map((r) => `${r.sample_id}/${r.epoch}`)).size).toBe(task.samples);
   }
+}
+
+/** What each workflow is doing: said when a launch does not end, so a hang names its place. */
+async function whereEach(ids: string[]): Promise<string> {
+  const lines: string[] = [];
+  for (const id of ids) {
+    const handle = client.workflow.getHandle(id);
+    const described = await handle.describe().catch((err: Error) => err);
+    if (described instanceof Error) {
+      lines.push(`${id}: ${described.message}`);
+      continue;
+    }
+    const pending = (described.raw.pendingActivities ?? []).map(
+      (a) => `${a.activityType?.name} (attempt ${a.attempt}) ${a.lastFailure?.message ?? ''}`,
+    );
+    const status = await handle.query(statusQuery).catch((err: Error) => err.message);
+    lines.push(
+      `${id} ${described.runId}: ${described.status.name}, ${described.historyLength} events, ` +
+        `pending [${pending.join('; ')}], status ${JSON.stringify(status)}`,
+    );
+  }
+  return lines.join('\n');
 }
 
 function temporalCli(args: string[]): Promise<CliResult> {
@@ -228,7 +254,7 @@ test('updates refuse at once; bad signals are recorded as refused; the run goes 
   const status = await runCli(['status', name, '--json'], { env });
   expect(status.code).toBe(0);
 
-  await expectCompletedOnce(await done, logDir, tasks);
+  await expectCompletedOnce(await done, { name, logDir }, tasks);
   const refused = (await rampHistory(logDir)).filter((e) => e.kind === 'refused');
   expect(refused.map((e) => e.reason)).toEqual([
     'setSamplesRamp: range: expected [lo, hi] (whole numbers from 1) or false; unknown key "rnage"',
@@ -274,7 +300,7 @@ test('a long run continues-as-new with its holds, range and ramp, and never drai
     expect(task.setpoint).toBeLessThanOrEqual(6);
   }
 
-  await expectCompletedOnce(await done, logDir, tasks);
+  await expectCompletedOnce(await done, { name, logDir }, tasks);
   expect(await runsOf(id)).toBeGreaterThanOrEqual(3);
   const history = await rampHistory(logDir);
   expect(history.filter((e) => e.kind === 'hold')).toHaveLength(1);
@@ -474,7 +500,7 @@ test('1,000+ random and malformed payloads to every handler: no workflow task fa
   expect(answeredQueries).toBeGreaterThan(100);
   expect(unansweredQueries.length).toBeLessThan(answeredQueries / 10);
 
-  await expectCompletedOnce(await done, logDir, tasks);
+  await expectCompletedOnce(await done, { name, logDir }, tasks);
   const refused = (await rampHistory(logDir)).filter((e) => e.kind === 'refused');
   expect(refused).toHaveLength(refusedSignals);
   const ids = [id, ...taskNames.map((t) => taskWorkflowId(id, t))];

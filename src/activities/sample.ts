@@ -101,6 +101,9 @@ export function createSampleActivities(deps: ActivityDeps) {
           await store.writeSample(record);
           return record;
         } catch (err) {
+          // Cancelled (its sandbox is already removed): not a failure of the sample, which a
+          // relaunch runs again. Thrown as the cancellation, so Temporal records it as one.
+          if (ctx.cancellationSignal.aborted) throw ctx.cancellationSignal.reason;
           const failure = finalOnLastCapacityAttempt(
             toFailure(err, ErrorType.sample),
             ctx.info.attempt,

@@ -17,6 +17,7 @@ import {
   type TaskMetrics,
 } from '../workflows/types';
 import { findTask, type ActivityDeps } from './deps';
+import { whileBeating } from './beat';
 import { failOnDefinition, failOnLogWrite } from './errors';
 
 export interface TaskRef {
@@ -32,8 +33,23 @@ export interface TaskRef {
 const CLOSE_WAIT_MS = 120_000;
 const CLOSE_POLL_MS = 500;
 
-/** Starts at a time, so a burst of admissions does not open hundreds of RPCs at once. */
-const START_CONCURRENCY = 50;
+/** Calls at a time, so a burst of admissions does not open hundreds of RPCs at once. */
+const RPC_CONCURRENCY = 50;
+
+/** `fn` over `items`, {@link RPC_CONCURRENCY} at a time; the results in their order. */
+async function inBatches<T, R>(items: T[], fn: (item: T) => Promise<R>): Promise<R[]> {
+  const results: R[] = [];
+  for (let i = 0; i < items.length; i += RPC_CONCURRENCY) {
+    results.push(...(await Promise.all(items.slice(i, i + RPC_CONCURRENCY).map(fn))));
+  }
+  return results;
+}
+
+/** Swallows "no such workflow running" (undefined); anything else is thrown again. */
+function unlessNotFound(err: unknown): undefined {
+  if ((err as Error).name === 'WorkflowNotFoundError') return undefined;
+  throw err;
+}
 
 export function createTaskActivities(deps: ActivityDeps) {
   const loadFor = (ref: TaskRef) =>
@@ -53,53 +69,77 @@ export function createTaskActivities(deps: ActivityDeps) {
     async startSamples(args: { taskQueue: string; samples: SampleInput[] }): Promise<void> {
       const client = deps.client;
       if (!client) throw new Error('startSamples needs a Temporal client');
-      for (let i = 0; i < args.samples.length; i += START_CONCURRENCY) {
-        await Promise.all(
-          args.samples.slice(i, i + START_CONCURRENCY).map((sample) =>
-            client.workflow
-              .start('sampleWorkflow', {
-                workflowId: sampleWorkflowId(sample.parentId, sample.chain, sample.index),
-                taskQueue: args.taskQueue,
-                args: [sample],
-                workflowIdReusePolicy: 'REJECT_DUPLICATE',
-              })
-              .catch((err: unknown) => {
-                if ((err as Error).name !== 'WorkflowExecutionAlreadyStartedError') throw err;
-              }),
-          ),
-        );
-      }
+      await inBatches(args.samples, (sample) =>
+        client.workflow
+          .start('sampleWorkflow', {
+            workflowId: sampleWorkflowId(sample.parentId, sample.chain, sample.index),
+            taskQueue: args.taskQueue,
+            args: [sample],
+            workflowIdReusePolicy: 'REJECT_DUPLICATE',
+          })
+          .catch((err: unknown) => {
+            if ((err as Error).name !== 'WorkflowExecutionAlreadyStartedError') throw err;
+          }),
+      );
     },
 
     /** The samples still to run: everything not already recorded in the log directory. */
-    async planTask(
-      ref: TaskRef,
-    ): Promise<{ total: number; pending: IndexRanges; resumed: number }> {
-      const definition = await loadFor(ref);
-      const task = findTask(definition, ref.task);
-      const store = deps.logStore(ref.logDir);
-      // The task's first run records what its results depend on; a later run must match it.
-      const refusal = await pinTaskIdentity(
-        store,
-        definition,
-        task.name,
-        new Date(deps.now()),
-      ).catch((err: unknown) => {
-        throw failOnLogWrite(err);
+    planTask(ref: TaskRef): Promise<{ total: number; pending: IndexRanges; resumed: number }> {
+      return whileBeating(async () => {
+        const definition = await loadFor(ref);
+        const task = findTask(definition, ref.task);
+        const store = deps.logStore(ref.logDir);
+        // The task's first run records what its results depend on; a later run must match it.
+        const refusal = await pinTaskIdentity(
+          store,
+          definition,
+          task.name,
+          new Date(deps.now()),
+        ).catch((err: unknown) => {
+          throw failOnLogWrite(err);
+        });
+        if (refusal !== undefined) throw ApplicationFailure.nonRetryable(refusal, ErrorType.config);
+        const total = sampleCount(task);
+        const done = await store.completedKeys(task.name);
+        const completed = indicesWithKeys(task, done, sampleKey);
+        // The Inspect log appears as the task starts (status `started`, with what a relaunch
+        // found already recorded), so a viewer shows the task before its first sample ends.
+        await writeTaskInspectLog(store, task.name, {
+          ended: false,
+          sampleIds: task.dataset.map((s) => s.id),
+        }).catch((err: unknown) => {
+          throw failOnLogWrite(err);
+        });
+        return { total, pending: rangesExcept(total, completed), resumed: completed.length };
       });
-      if (refusal !== undefined) throw ApplicationFailure.nonRetryable(refusal, ErrorType.config);
-      const total = sampleCount(task);
-      const done = await store.completedKeys(task.name);
-      const completed = indicesWithKeys(task, done, sampleKey);
-      // The Inspect log appears as the task starts (status `started`, with what a relaunch
-      // found already recorded), so a viewer shows the task before its first sample ends.
-      await writeTaskInspectLog(store, task.name, {
-        ended: false,
-        sampleIds: task.dataset.map((s) => s.id),
-      }).catch((err: unknown) => {
-        throw failOnLogWrite(err);
+    },
+
+    /**
+     * Cancels the given samples' workflows (those not running are passed over) and waits,
+     * bounded, until they have closed: each closes once its activity has removed its sandbox.
+     * Returns how many were still running at the deadline.
+     */
+    cancelSamples(args: { parentId: string; chain: string; indices: number[] }): Promise<number> {
+      return whileBeating(async () => {
+        const client = deps.client;
+        if (!client) throw new Error('cancelSamples needs a Temporal client');
+        let open = args.indices.map((index) =>
+          client.workflow.getHandle(sampleWorkflowId(args.parentId, args.chain, index)),
+        );
+        await inBatches(open, (handle) => handle.cancel().catch(unlessNotFound));
+        const deadline = deps.now() + CLOSE_WAIT_MS;
+        while (open.length > 0 && deps.now() <= deadline) {
+          const running = await inBatches(open, (handle) =>
+            handle.describe().then(
+              (d) => d.status.name === 'RUNNING',
+              (err: unknown) => unlessNotFound(err) ?? false,
+            ),
+          );
+          open = open.filter((_, i) => running[i]);
+          if (open.length > 0) await sleep(CLOSE_POLL_MS);
+        }
+        return open.length;
       });
-      return { total, pending: rangesExcept(total, completed), resumed: completed.length };
     },
 
     /** The reports of the given samples whose workflows have closed (their results). */
@@ -110,23 +150,14 @@ export function createTaskActivities(deps: ActivityDeps) {
     }): Promise<SampleDone[]> {
       const client = deps.client;
       if (!client) throw new Error('findClosedSamples needs a Temporal client');
-      const found: SampleDone[] = [];
-      for (let i = 0; i < args.indices.length; i += START_CONCURRENCY) {
-        const batch = args.indices.slice(i, i + START_CONCURRENCY);
-        const results = await Promise.all(
-          batch.map(async (index) => {
-            const handle = client.workflow.getHandle(
-              sampleWorkflowId(args.parentId, args.chain, index),
-            );
-            const { status } = await handle.describe();
-            return status.name === 'COMPLETED'
-              ? ((await handle.result()) as SampleDone)
-              : undefined;
-          }),
+      const results = await inBatches(args.indices, async (index) => {
+        const handle = client.workflow.getHandle(
+          sampleWorkflowId(args.parentId, args.chain, index),
         );
-        found.push(...results.filter((r): r is SampleDone => r !== undefined));
-      }
-      return found;
+        const { status } = await handle.describe();
+        return status.name === 'COMPLETED' ? ((await handle.result()) as SampleDone) : undefined;
+      });
+      return results.filter((r): r is SampleDone => r !== undefined);
     },
 
     /**
@@ -151,13 +182,15 @@ export function createTaskActivities(deps: ActivityDeps) {
      * Rewrites the running task's Inspect log (`.eval`) from the samples recorded so far. Its
      * workflow calls it, one at a time, so no two processes write the file at once.
      */
-    async writeInspectLog(ref: TaskRef): Promise<void> {
-      const task = findTask(await loadFor(ref), ref.task);
-      await writeTaskInspectLog(deps.logStore(ref.logDir), task.name, {
-        ended: false,
-        sampleIds: task.dataset.map((s) => s.id),
-      }).catch((err: unknown) => {
-        throw failOnLogWrite(err);
+    writeInspectLog(ref: TaskRef): Promise<void> {
+      return whileBeating(async () => {
+        const task = findTask(await loadFor(ref), ref.task);
+        await writeTaskInspectLog(deps.logStore(ref.logDir), task.name, {
+          ended: false,
+          sampleIds: task.dataset.map((s) => s.id),
+        }).catch((err: unknown) => {
+          throw failOnLogWrite(err);
+        });
       });
     },
 
@@ -165,42 +198,51 @@ export function createTaskActivities(deps: ActivityDeps) {
      * Computes the task's metrics from its recorded samples and writes its summary, then the
      * task's final Inspect log (`.eval`), built from the same records and summary.
      */
-    async finishTask(ref: TaskRef & { resumed: number }): Promise<TaskMetrics | null> {
-      const definition = await loadFor(ref);
-      const task = findTask(definition, ref.task);
-      const store = deps.logStore(ref.logDir);
-      const records = await store.readSamples(task.name);
-      const total = sampleCount(task);
-      const metrics =
-        records.length === 0
-          ? null
-          : taskMetrics(
-              records.map((r) => ({ sampleId: r.sample_id, epoch: r.epoch, value: r.score.value })),
-            );
-      const completed = records.length;
-      const written = store.writeTaskSummary({
-        version: 1,
-        eval_set: definition.name,
-        name: task.name,
-        samples: total,
-        completed,
-        errored: total - completed,
-        resumed: ref.resumed,
-        metrics,
-        scorer: task.scorerName,
-        model: task.model,
-        completed_at: new Date(deps.now()).toISOString(),
+    finishTask(
+      ref: TaskRef & { resumed: number; cancelled?: boolean },
+    ): Promise<TaskMetrics | null> {
+      return whileBeating(async () => {
+        const definition = await loadFor(ref);
+        const task = findTask(definition, ref.task);
+        const store = deps.logStore(ref.logDir);
+        const records = await store.readSamples(task.name);
+        const total = sampleCount(task);
+        const metrics =
+          records.length === 0
+            ? null
+            : taskMetrics(
+                records.map((r) => ({
+                  sampleId: r.sample_id,
+                  epoch: r.epoch,
+                  value: r.score.value,
+                })),
+              );
+        const completed = records.length;
+        const written = store.writeTaskSummary({
+          version: 1,
+          eval_set: definition.name,
+          name: task.name,
+          samples: total,
+          completed,
+          errored: total - completed,
+          resumed: ref.resumed,
+          metrics,
+          scorer: task.scorerName,
+          model: task.model,
+          completed_at: new Date(deps.now()).toISOString(),
+          ...(ref.cancelled ? { cancelled: true } : {}),
+        });
+        await written.catch((err: unknown) => {
+          throw failOnLogWrite(err);
+        });
+        await writeTaskInspectLog(store, task.name, {
+          ended: true,
+          sampleIds: task.dataset.map((s) => s.id),
+        }).catch((err: unknown) => {
+          throw failOnLogWrite(err);
+        });
+        return metrics;
       });
-      await written.catch((err: unknown) => {
-        throw failOnLogWrite(err);
-      });
-      await writeTaskInspectLog(store, task.name, {
-        ended: true,
-        sampleIds: task.dataset.map((s) => s.id),
-      }).catch((err: unknown) => {
-        throw failOnLogWrite(err);
-      });
-      return metrics;
     },
   };
 }

@@ -70,6 +70,8 @@ export interface TaskSummary extends TaskResult {
   scorer: string;
   model: string;
   completed_at: string;
+  /** The task was cancelled (by its eval set's cancellation, or by hand); absent otherwise. */
+  cancelled?: true;
 }
 
 export interface EvalSetSummary extends EvalSetResult {

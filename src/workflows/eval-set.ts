@@ -25,6 +25,7 @@ import type { UpdateDefinition } from '@temporalio/common';
 import type { z } from 'zod';
 import type { ControlActivities } from '../activities/control';
 import { evalTask } from './eval-task';
+import { cleaningUpOnCancel } from './cancel';
 import { badInput } from './failures';
 import { recordStatus } from './status-memo';
 import {
@@ -88,6 +89,9 @@ const { observeTasks } = proxyActivities<ControlActivities>({
 
 /** How long a task that said it is ending may take to close before the tend looks again. */
 const TASK_END_WAIT_MS = 30_000;
+
+/** How long a cancelled eval set waits for its tasks to close (inside observeTasks' minute). */
+const TASK_CANCEL_WAIT_MS = 50_000;
 
 /** Past this many events we continue-as-new even if the server has not suggested it yet. */
 const HISTORY_EVENTS_CEILING = 10_000;
@@ -352,73 +356,93 @@ export async function evalSet(raw: EvalSetInput): Promise<EvalSetResult> {
     if (entries.length > 0) await appendRampHistory({ logDir: planned.logDir, entries });
   };
 
-  // The tend loop: a durable timer.
-  while (!finished() && !failure) {
-    // After planning, then after each tend: `steward status` reads it without workers.
-    recordStatus(planned, tended);
-    // Workers time their reports to arrive just before it (see workers/report.ts).
-    nextTendAt = Date.now() + settings.tendIntervalMs;
-    await Promise.race([
-      sleep(settings.tendIntervalMs),
-      scheduler,
-      condition(() => failure !== undefined),
-    ]);
-    if (finished() || failure) break;
-    const runningIds = started.filter((name) => !results.has(name));
-    const observed = await observeTasks({
-      workflowIds: runningIds.map((name) => taskWorkflowId(parentId, name)),
-    }).catch((err: unknown) => {
-      log.warn('tend without observations', { error: (err as Error).message });
-      return [];
-    });
-    observedAt = Date.now();
-    for (const seen of observed) {
-      // An end this workflow did not hear of (its signal reached a run that had already handed
-      // over, or the task was terminated) is found here.
-      if (seen.kind !== 'running') {
-        if (tended.tasks.has(seen.task)) taskEnded(seen);
-        continue;
-      }
-      const entry = tended.tasks.get(seen.status.name);
-      if (entry?.status.state !== 'running') continue;
-      Object.assign(entry.status, taskCounters(seen.status));
-    }
-    await sendLimits(tended.tend(Date.now()));
+  // Cancelled: the tasks still running are cancelled too (each cancels its samples, which remove
+  // their sandboxes, and writes its logs as cancelled), and the eval set ends once they have
+  // closed, or after a while if their workers are away.
+  const cancelTasks = async (): Promise<void> => {
+    const ids = started
+      .filter((name) => !results.has(name))
+      .map((name) => taskWorkflowId(parentId, name));
+    await Promise.all(
+      ids.map((id) =>
+        getExternalWorkflowHandle(id)
+          .cancel()
+          .catch(() => undefined),
+      ),
+    );
+    await observeTasks({ workflowIds: ids, waitForEndMs: TASK_CANCEL_WAIT_MS }).catch(() => []);
     await flushHistory();
-    if (shouldContinueAsNew() && !finished() && !failure) {
-      await condition(() => allHandlersFinished() && starting === 0);
-      const next: EvalSetCarry = {
-        plan: planned,
-        tender: tended.save(),
-        started,
-        results: [...results.values()],
-        observedAt,
-        runs: runs + 1,
-      };
-      await continueAsNew<typeof evalSet>({ ...input, carry: next });
-    }
-  }
-  if (failure) {
-    await flushHistory();
-    throw ApplicationFailure.create({
-      message: failure.message,
-      type: failure.type,
-      nonRetryable: true,
-    });
-  }
-  await scheduler;
-  await flushHistory();
-
-  const tasks = planned.tasks.map((t) => results.get(t.name)!);
-  const result: EvalSetResult = {
-    eval_set: planned.name,
-    status: tasks.every((t) => t.completed === t.samples) ? 'success' : 'error',
-    log_dir: planned.logDir,
-    tasks,
   };
-  await writeEvalSetSummary(result);
-  recordStatus(planned, tended);
-  return result;
+
+  return cleaningUpOnCancel(async () => {
+    // The tend loop: a durable timer.
+    while (!finished() && !failure) {
+      // After planning, then after each tend: `steward status` reads it without workers.
+      recordStatus(planned, tended);
+      // Workers time their reports to arrive just before it (see workers/report.ts).
+      nextTendAt = Date.now() + settings.tendIntervalMs;
+      await Promise.race([
+        sleep(settings.tendIntervalMs),
+        scheduler,
+        condition(() => failure !== undefined),
+      ]);
+      if (finished() || failure) break;
+      const runningIds = started.filter((name) => !results.has(name));
+      const observed = await observeTasks({
+        workflowIds: runningIds.map((name) => taskWorkflowId(parentId, name)),
+      }).catch((err: unknown) => {
+        log.warn('tend without observations', { error: (err as Error).message });
+        return [];
+      });
+      observedAt = Date.now();
+      for (const seen of observed) {
+        // An end this workflow did not hear of (its signal reached a run that had already handed
+        // over, or the task was terminated) is found here.
+        if (seen.kind !== 'running') {
+          if (tended.tasks.has(seen.task)) taskEnded(seen);
+          continue;
+        }
+        const entry = tended.tasks.get(seen.status.name);
+        if (entry?.status.state !== 'running') continue;
+        Object.assign(entry.status, taskCounters(seen.status));
+      }
+      await sendLimits(tended.tend(Date.now()));
+      await flushHistory();
+      if (shouldContinueAsNew() && !finished() && !failure) {
+        await condition(() => allHandlersFinished() && starting === 0);
+        const next: EvalSetCarry = {
+          plan: planned,
+          tender: tended.save(),
+          started,
+          results: [...results.values()],
+          observedAt,
+          runs: runs + 1,
+        };
+        await continueAsNew<typeof evalSet>({ ...input, carry: next });
+      }
+    }
+    if (failure) {
+      await flushHistory();
+      throw ApplicationFailure.create({
+        message: failure.message,
+        type: failure.type,
+        nonRetryable: true,
+      });
+    }
+    await scheduler;
+    await flushHistory();
+
+    const tasks = planned.tasks.map((t) => results.get(t.name)!);
+    const result: EvalSetResult = {
+      eval_set: planned.name,
+      status: tasks.every((t) => t.completed === t.samples) ? 'success' : 'error',
+      log_dir: planned.logDir,
+      tasks,
+    };
+    await writeEvalSetSummary(result);
+    recordStatus(planned, tended);
+    return result;
+  }, cancelTasks);
 }
 
 /** The start input, parsed; a workflow started with a bad one fails at once, saying why. */

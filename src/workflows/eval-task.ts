@@ -4,6 +4,7 @@
  * running and report to the next run by workflow id.
  */
 import {
+  CancellationScope,
   ContinueAsNew,
   allHandlersFinished,
   condition,
@@ -21,6 +22,7 @@ import {
 import type { TaskActivities } from '../activities/task';
 import { ErrorType } from '../errors';
 import { countRanges, takeFromRanges } from '../core/ranges';
+import { cleaningUpOnCancel } from './cancel';
 import { badInput } from './failures';
 import { INSPECT_LOG_PATCH, InspectLogCadence, rebuildEvery } from './inspect-log';
 import {
@@ -46,11 +48,13 @@ import {
 // these at once, non-retryable. What is left to retry is the world: a worker killed, the log dir
 // or Temporal briefly unreachable. That is bounded (about 10 minutes here, 5 for admission): past
 // it the task fails with its cause, which `steward status` shows, instead of retrying for ever.
-const { planTask, finishTask, awaitSamplesClosed } = proxyActivities<TaskActivities>({
-  startToCloseTimeout: '10 minutes',
-  heartbeatTimeout: '30 seconds',
-  retry: { maximumInterval: '30 seconds', maximumAttempts: 20 },
-});
+const { planTask, finishTask, awaitSamplesClosed, cancelSamples } = proxyActivities<TaskActivities>(
+  {
+    startToCloseTimeout: '10 minutes',
+    heartbeatTimeout: '30 seconds',
+    retry: { maximumInterval: '30 seconds', maximumAttempts: 20 },
+  },
+);
 
 // Admission is an activity, not a local activity. This loop decides on state that sample reports
 // (signals) change at any moment; a local activity's resolution is not ordered against them in
@@ -65,9 +69,11 @@ const { startSamples, findClosedSamples } = proxyActivities<TaskActivities>({
 });
 
 // The running task's Inspect log: a rebuild that fails is only a stale view (the records are
-// the results, and the task's end writes the log again), so it is not retried for long.
+// the results, and the task's end writes the log again), so it is not retried for long. It
+// heartbeats: a worker lost mid-rebuild must not hold up the task's hand-over or end for minutes.
 const { writeInspectLog } = proxyActivities<TaskActivities>({
   startToCloseTimeout: '5 minutes',
+  heartbeatTimeout: '30 seconds',
   retry: { maximumInterval: '10 seconds', maximumAttempts: 3 },
 });
 
@@ -129,7 +135,8 @@ async function runTask(input: EvalTaskInput): Promise<TaskResult> {
   /** Rebuilds the log in the background; its end wakes the loop, which may start the next. */
   const rebuildLog = (cadence: InspectLogCadence): void => {
     cadence.start(Date.now());
-    void writeInspectLog(ref)
+    // Out of a cancellation's reach: the cancelled task writes its final log after this ends.
+    void CancellationScope.nonCancellable(() => writeInspectLog(ref))
       .catch((err: unknown) =>
         log.warn('the Inspect log was not rewritten', { error: (err as Error).message }),
       )
@@ -222,81 +229,93 @@ async function runTask(input: EvalTaskInput): Promise<TaskResult> {
 
   const admit = async (indices: number[]): Promise<void> => {
     for (const index of indices) inFlight.add(index);
-    await startSamples({
-      taskQueue,
-      samples: indices.map((index) => ({
-        evalSet: input.evalSet,
-        task: input.task,
-        definition: input.definition,
-        definitionHash: input.definitionHash,
-        logDir: input.logDir,
-        index,
-        parentId: workflowId,
-        chain,
-        ...(input.limits ? { limits: input.limits } : {}),
-      })),
-    });
+    // Whole or not at all: a cancellation must not leave a sample starting after its cancel.
+    await CancellationScope.nonCancellable(() =>
+      startSamples({
+        taskQueue,
+        samples: indices.map((index) => ({
+          evalSet: input.evalSet,
+          task: input.task,
+          definition: input.definition,
+          definitionHash: input.definitionHash,
+          logDir: input.logDir,
+          index,
+          parentId: workflowId,
+          chain,
+          ...(input.limits ? { limits: input.limits } : {}),
+        })),
+      }),
+    );
   };
 
-  for (;;) {
-    // Reset before the state is read, not after the admission below: reports that arrive while
-    // it awaits change that state, and clearing them afterwards could wait forever for a report
-    // that already came (every sample in flight finished during the admission).
-    changed = false;
-    const room = setpoint - inFlight.size;
-    if (room > 0 && countRanges(carry.pending) > 0) {
-      await admit(takeFromRanges(carry.pending, room));
-    }
-    // Saturated: samples wait and in-flight has reached the setpoint (the ramp's first gate).
-    if (countRanges(carry.pending) > 0 && inFlight.size >= setpoint) carry.saturations++;
-    if (countRanges(carry.pending) === 0 && inFlight.size === 0) break;
-    if (logCadence?.due(Date.now())) rebuildLog(logCadence);
-    else if (logCadence) wakeForLog(logCadence);
-    if (shouldContinueAsNew()) {
-      await logSettled();
-      await condition(allHandlersFinished);
-      await continueAsNew<typeof evalTask>({
-        ...input,
-        setpoint,
-        carry: {
-          ...carry,
-          inFlight: [...inFlight],
-          runs: carry.runs + 1,
-        },
-      });
-    }
-    // Without a timeout `condition` resolves to undefined, not true: only a timed wait can mean
-    // that handed-over samples went silent.
-    if (handedOver.size === 0) {
-      await condition(() => changed);
-      continue;
-    }
-    if (!(await condition(() => changed, HANDED_OVER_SILENCE))) {
-      const closed = await findClosedSamples({
-        parentId: workflowId,
-        chain,
-        indices: [...handedOver],
-      });
-      for (const done of closed) {
-        handedOver.delete(done.index);
-        if (inFlight.delete(done.index)) count(done);
+  // Cancelled (the eval set was, or by hand): the samples in flight are cancelled, each tearing
+  // its sandbox down, and the task's logs are written as cancelled.
+  const cancelled = async (): Promise<void> => {
+    await logSettled();
+    await cancelSamples({ parentId: workflowId, chain, indices: [...inFlight] });
+    await finishTask({ ...ref, resumed: carry.resumed, cancelled: true });
+  };
+  return cleaningUpOnCancel(async () => {
+    for (;;) {
+      // Reset before the state is read, not after the admission below: reports that arrive while
+      // it awaits change that state, and clearing them afterwards could wait forever for a report
+      // that already came (every sample in flight finished during the admission).
+      changed = false;
+      const room = setpoint - inFlight.size;
+      if (room > 0 && countRanges(carry.pending) > 0) {
+        await admit(takeFromRanges(carry.pending, room));
+      }
+      // Saturated: samples wait and in-flight has reached the setpoint (the ramp's first gate).
+      if (countRanges(carry.pending) > 0 && inFlight.size >= setpoint) carry.saturations++;
+      if (countRanges(carry.pending) === 0 && inFlight.size === 0) break;
+      if (logCadence?.due(Date.now())) rebuildLog(logCadence);
+      else if (logCadence) wakeForLog(logCadence);
+      if (shouldContinueAsNew()) {
+        await logSettled();
+        await condition(allHandlersFinished);
+        await continueAsNew<typeof evalTask>({
+          ...input,
+          setpoint,
+          carry: {
+            ...carry,
+            inFlight: [...inFlight],
+            runs: carry.runs + 1,
+          },
+        });
+      }
+      // Without a timeout `condition` resolves to undefined, not true: only a timed wait can mean
+      // that handed-over samples went silent.
+      if (handedOver.size === 0) {
+        await condition(() => changed);
+        continue;
+      }
+      if (!(await condition(() => changed, HANDED_OVER_SILENCE))) {
+        const closed = await findClosedSamples({
+          parentId: workflowId,
+          chain,
+          indices: [...handedOver],
+        });
+        for (const done of closed) {
+          handedOver.delete(done.index);
+          if (inFlight.delete(done.index)) count(done);
+        }
       }
     }
-  }
 
-  await awaitSamplesClosed({ taskQueue });
-  await logSettled();
-  // It also writes the task's final Inspect log.
-  const metrics = await finishTask({ ...ref, resumed: carry.resumed });
-  return {
-    name: input.task,
-    samples: carry.total,
-    completed: carry.completed,
-    errored: carry.errored,
-    resumed: carry.resumed,
-    limited: carry.limited ?? 0,
-    metrics,
-  };
+    await awaitSamplesClosed({ taskQueue });
+    await logSettled();
+    // It also writes the task's final Inspect log.
+    const metrics = await finishTask({ ...ref, resumed: carry.resumed });
+    return {
+      name: input.task,
+      samples: carry.total,
+      completed: carry.completed,
+      errored: carry.errored,
+      resumed: carry.resumed,
+      limited: carry.limited ?? 0,
+      metrics,
+    };
+  }, cancelled);
 }
 
 async function startCarry(input: EvalTaskInput): Promise<EvalTaskCarry> {

@@ -37,7 +37,12 @@ export function runCommand(
     let stderr = '';
     child.stdout.on('data', (d: Buffer) => (stdout += d.toString()));
     child.stderr.on('data', (d: Buffer) => (stderr += d.toString()));
-    const timer = setTimeout(() => child.kill('SIGKILL'), options.timeoutMs ?? 540_000);
+    const timeoutMs = options.timeoutMs ?? 540_000;
+    const timer = setTimeout(() => {
+      // Said where a failing test prints: a killed run is no exit code, only null.
+      stderr += `\n[runCommand: still running after ${timeoutMs} ms; killed]\n`;
+      child.kill('SIGKILL');
+    }, timeoutMs);
     child.on('error', reject);
     child.on('close', (code) => {
       clearTimeout(timer);

@@ -5,7 +5,13 @@
 import * as path from 'node:path';
 import { spawn } from 'node:child_process';
 import { mkdirSync, openSync } from 'node:fs';
-import { WorkflowIdReusePolicy, type Client, type WorkflowHandle } from '@temporalio/client';
+import {
+  CancelledFailure,
+  WorkflowFailedError,
+  WorkflowIdReusePolicy,
+  type Client,
+  type WorkflowHandle,
+} from '@temporalio/client';
 import { loadStewardYaml } from '../../config/load';
 import { settingsFromFlags, type KnobFlags } from '../../config/knobs';
 import { chooseSettings, withDefaults } from '../../config/settings';
@@ -253,6 +259,13 @@ async function watch(
   } catch (err) {
     progress.stop();
     if (err instanceof StewardError) throw err;
+    if (err instanceof WorkflowFailedError && err.cause instanceof CancelledFailure) {
+      throw new StewardError(
+        `eval set ${opts.evalSet} was cancelled: its tasks cancelled their samples, and their logs ` +
+          `say so. Launch again to run what did not complete.`,
+        ExitCode.samplesFailed,
+      );
+    }
     const cause = innermostCause(err);
     const code =
       cause.type === ErrorType.logWrite || cause.type === ErrorType.snapshot

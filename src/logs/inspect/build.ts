@@ -26,7 +26,7 @@ import {
 /** Inspect's log format version (`LOG_SCHEMA_VERSION`). */
 export const INSPECT_LOG_VERSION = 2;
 
-/** Inspect's `EvalStatus`; Steward's records give all but `cancelled` (docs/log-format.md). */
+/** Inspect's `EvalStatus`: `started` until the task's summary is written, then what it says. */
 export type InspectStatus = 'started' | 'success' | 'error' | 'cancelled';
 
 /** What a task's log is built from: its records in the log dir. */
@@ -172,6 +172,7 @@ export function evalSetManifest(
 
 function statusOf(source: TaskLogSource): InspectStatus {
   if (!source.summary) return 'started';
+  if (source.summary.cancelled) return 'cancelled';
   return source.summary.errored > 0 ? 'error' : 'success';
 }
 
