@@ -19,6 +19,7 @@ import {
   type AgentOptions,
 } from '../src/eval/agent';
 import { sandboxCheck, type SandboxCheckOptions } from '../src/eval/sandbox-scorers';
+import { limitHitOf, type SampleLimitHit } from '../src/eval/limits';
 import { initialState } from '../src/eval/solvers';
 import type { MockArgs } from '../src/config/models';
 import { createMockModel } from '../src/models/mockllm';
@@ -78,8 +79,20 @@ describe('in a real sandbox', () => {
     return initialState({ id: 1, input, target }, 1);
   }
 
-  async function runAgent(outputs: Outputs, options: AgentOptions = {}): Promise<TaskState> {
-    return agent(options)(start(), context(outputs));
+  /** Runs the agent; stopped by a limit, the last state it published and the limit. */
+  async function runAgent(
+    outputs: Outputs,
+    options: AgentOptions = {},
+  ): Promise<TaskState & { limit?: SampleLimitHit }> {
+    let published: TaskState | undefined;
+    const ctx = { ...context(outputs), progress: (state: TaskState) => void (published = state) };
+    try {
+      return await agent(options)(start(), ctx);
+    } catch (err) {
+      const limit = limitHitOf(err);
+      if (!limit || !published) throw err;
+      return { ...published, limit };
+    }
   }
 
   const toolResults = (state: TaskState): string[] =>
@@ -112,8 +125,9 @@ describe('in a real sandbox', () => {
       ]);
     });
 
-    test('stops at max_turns without an answer', async () => {
+    test('stops at max_turns without an answer: a turn limit', async () => {
       const state = await runAgent([bash('echo again')], { max_turns: 3 });
+      expect(state.limit).toEqual({ type: 'turn', limit: 3 });
       expect(state.store.agent).toEqual({ stop: 'max_turns', turns: 3 });
       expect(toolResults(state)).toEqual(['again\n', 'again\n', 'again\n']);
       expect(state.output?.completion).toBe('');
@@ -121,6 +135,7 @@ describe('in a real sandbox', () => {
 
     test('stops once the sample has used token_limit tokens', async () => {
       const state = await runAgent([bash('echo again')], { token_limit: 1 });
+      expect(state.limit).toEqual({ type: 'token', limit: 1 });
       expect(state.store.agent).toEqual({ stop: 'token_limit', turns: 1 });
     });
 

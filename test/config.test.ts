@@ -40,12 +40,29 @@ describe('validateDefinition', () => {
             model: 'mockllm/model',
             modelArgs: {},
             config: {},
+            limits: {},
           },
         ],
       },
       warnings: [],
       errors: [],
     });
+  });
+
+  test("reads a task's limits, and the eval set's as its settings", () => {
+    const limits = { time_limit: 90, working_limit: 30.5, message_limit: 12, token_limit: 5000 };
+    const result = validateDefinition(
+      { ...base, time_limit: 600, tasks: [{ ...base.tasks[0], ...limits }] },
+      FILE,
+    );
+    expect(result.errors).toEqual([]);
+    expect(result.definition?.tasks[0].limits).toEqual(limits);
+    expect(result.definition?.settings).toEqual({ time_limit: 600 });
+    const bad = validateDefinition(
+      { ...base, tasks: [{ ...base.tasks[0], message_limit: 0, time_limit: -1 }] },
+      FILE,
+    );
+    expect(bad.errors.map((e) => e.path)).toEqual(['tasks.0.time_limit', 'tasks.0.message_limit']);
   });
 
   test.each([

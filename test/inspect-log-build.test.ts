@@ -14,7 +14,7 @@ import {
   taskId,
   type TaskLogSource,
 } from '../src/logs/inspect/build';
-import { shortId, toMessages } from '../src/logs/inspect/samples';
+import { completedSample, sampleSummary, shortId, toMessages } from '../src/logs/inspect/samples';
 import type { SampleErrorRecord, SampleRecord, TaskSummary } from '../src/logs/store';
 import { InspectLogCadence, rebuildEvery } from '../src/workflows/inspect-log';
 
@@ -271,6 +271,15 @@ describe('an ended task', () => {
       error: 'provider said 400',
       retries: 1,
     });
+  });
+
+  test("a sample stopped by a limit carries Inspect's limit, and its summary the limit's type", () => {
+    expect(entry(log, 'samples/a_epoch_1.json')).toMatchObject({ limit: null });
+    const limited = { ...record('a', 1, 'I'), limit: { type: 'message' as const, limit: 7 } };
+    const stopped = completedSample(limited, 'eval-id');
+    expect(stopped.limit).toEqual({ type: 'message', limit: 7 });
+    expect(stopped.scores).toEqual({ match: expect.objectContaining({ value: 'I' }) });
+    expect(sampleSummary(stopped, 1).limit).toBe('message');
   });
 
   test('a failure that a later attempt completed is not shown: the record wins', () => {

@@ -41,7 +41,7 @@ beforeAll(async () => {
   readmeRows = section.split('\n').filter((line) => line.startsWith('| `'));
 });
 
-test('the schema declares the knobs of SPEC §2, and nothing else', () => {
+test('the schema declares the knobs of SPEC §2 and the sample limits, and nothing else', () => {
   expect([...KNOBS].sort()).toEqual(
     [
       'max_connections',
@@ -51,6 +51,10 @@ test('the schema declares the knobs of SPEC §2, and nothing else', () => {
       'max_workers',
       'samples_ramp',
       'tend_interval',
+      'time_limit',
+      'working_limit',
+      'message_limit',
+      'token_limit',
     ].sort(),
   );
   expect(Object.keys(knobsSchema.shape)).toEqual([...KNOBS]);

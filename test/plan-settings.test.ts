@@ -133,6 +133,7 @@ describe('end to end: a fleet started elsewhere serves an eval set launched here
         connections: { type: 'fixed', n: 6 },
         maxWorkers: null,
         tendIntervalMs: 60_000,
+        limits: {},
       });
     } finally {
       await handle.terminate('test over').catch(() => undefined);

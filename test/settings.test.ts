@@ -18,6 +18,7 @@ const DEFAULTS: ResolvedSettings = {
   connections: { type: 'adaptive', min: 10, start: 20, max: 100 },
   maxWorkers: null,
   tendIntervalMs: 60_000,
+  limits: {},
 };
 
 function resolved(sources: SettingsSources) {
@@ -61,6 +62,7 @@ describe('resolveSettings', () => {
       connections: { type: 'fixed', n: 40 },
       maxWorkers: 8,
       tendIntervalMs: 500,
+      limits: {},
     });
   });
 
@@ -120,7 +122,7 @@ describe('resolveSettings', () => {
       'an unknown STEWARD_ variable, by name',
       { STEWARD_MAX_SAMPLE: '10' },
       [
-        'STEWARD_MAX_SAMPLE: unknown Steward setting; the settings are STEWARD_MAX_TASKS, STEWARD_MAX_SAMPLES, STEWARD_MAX_SANDBOXES, STEWARD_MAX_CONNECTIONS, STEWARD_SAMPLES_RAMP, STEWARD_MAX_WORKERS, STEWARD_TEND_INTERVAL',
+        'STEWARD_MAX_SAMPLE: unknown Steward setting; the settings are STEWARD_MAX_TASKS, STEWARD_MAX_SAMPLES, STEWARD_MAX_SANDBOXES, STEWARD_MAX_CONNECTIONS, STEWARD_SAMPLES_RAMP, STEWARD_MAX_WORKERS, STEWARD_TEND_INTERVAL, STEWARD_TIME_LIMIT, STEWARD_WORKING_LIMIT, STEWARD_MESSAGE_LIMIT, STEWARD_TOKEN_LIMIT',
       ],
     ],
     [

@@ -69,6 +69,7 @@ describe('statusText of a running eval set', () => {
         waiting: 12,
         completed: 118,
         errored: 2,
+        limited: 3,
       }),
       task({
         name: 'capitals',
@@ -100,6 +101,7 @@ describe('statusText of a running eval set', () => {
       'waiting',
       'done',
       'errors',
+      'limited',
       'conn limit',
       'rate limits',
       'ramp',
@@ -107,7 +109,7 @@ describe('statusText of a running eval set', () => {
   });
 
   test.each([
-    ['arithmetic', ['running', '70', '68', '12', '120/200', '2', '20', '0', 'climbing']],
+    ['arithmetic', ['running', '70', '68', '12', '120/200', '2', '3', '20', '0', 'climbing']],
     [
       'capitals',
       [
@@ -117,6 +119,7 @@ describe('statusText of a running eval set', () => {
         '150',
         '0/200',
         '0',
+        '0',
         '-',
         '3',
         'held by ops@box: provider looks unhappy',
@@ -124,12 +127,23 @@ describe('statusText of a running eval set', () => {
     ],
     [
       'spelling',
-      ['running', '50', '50', '150', '0/200', '0', '20', '0', 'backing off: 429s in 2 windows'],
+      [
+        'running',
+        '50',
+        '50',
+        '150',
+        '0/200',
+        '0',
+        '0',
+        '20',
+        '0',
+        'backing off: 429s in 2 windows',
+      ],
     ],
-    ['math', ['running', '30', '50', '150', '0/200', '0', '20', '0', 'pinned']],
-    ['geo', ['running', '200', '50', '150', '0/200', '0', '20', '0', 'at ceiling']],
-    ['logic', ['running', '50', '50', '150', '0/200', '0', '20', '0', 'steady']],
-    ['trivia', ['done', '50', '0', '0', '0/200', '0', '20', '0', 'finished']],
+    ['math', ['running', '30', '50', '150', '0/200', '0', '0', '20', '0', 'pinned']],
+    ['geo', ['running', '200', '50', '150', '0/200', '0', '0', '20', '0', 'at ceiling']],
+    ['logic', ['running', '50', '50', '150', '0/200', '0', '0', '20', '0', 'steady']],
+    ['trivia', ['done', '50', '0', '0', '0/200', '0', '0', '20', '0', 'finished']],
   ])('shows %s as %j', (name, cells) => {
     const row = lines.find((l) => l.trim().startsWith(`${name} `)) as string;
     // The ramp column may itself hold double spaces only if a reason does; these do not.
@@ -346,6 +360,7 @@ describe('status with no worker answering', () => {
       '10',
       '69',
       '21/100',
+      '0',
       '0',
       '20',
       '0',

@@ -9,6 +9,8 @@ import type { SampleContext } from '../definition/types';
 import { runSample as solveAndScore } from '../eval/run-sample';
 import { sampleAt } from '../definition/samples';
 import { ErrorType } from '../errors';
+import { effectiveLimits } from '../eval/limits';
+import type { SampleRecord } from '../logs/store';
 import { reapSandboxes } from '../sandbox/cleanup';
 import { withSandbox } from '../sandbox/docker';
 import { BUSYBOX_IMAGE, ensureBusyboxImage } from '../sandbox/image';
@@ -48,15 +50,18 @@ export function createSampleActivities(deps: ActivityDeps) {
       const heartbeat = setInterval(() => ctx.heartbeat(), HEARTBEAT_MS);
       try {
         // An earlier attempt may have recorded the result and died before reporting it.
-        if (!(await store.readSample(task.name, sample.id, epoch))) {
-          await solveAndRecord();
-        }
-        await reports.report(input.parentId, { index: input.index, ok: true });
+        const record =
+          (await store.readSample(task.name, sample.id, epoch)) ?? (await solveAndRecord());
+        await reports.report(input.parentId, {
+          index: input.index,
+          ok: true,
+          ...(record.limit ? { limit: record.limit.type } : {}),
+        });
       } finally {
         clearInterval(heartbeat);
       }
 
-      async function solveAndRecord(): Promise<void> {
+      async function solveAndRecord(): Promise<SampleRecord> {
         const startedAt = new Date(deps.now()).toISOString();
         try {
           const sampleCtx: SampleContext = {
@@ -65,12 +70,14 @@ export function createSampleActivities(deps: ActivityDeps) {
             signal: ctx.cancellationSignal,
           };
           const owner = { evalSet: definition.name, task: task.name, sampleId: sample.id, epoch };
-          const { state, score } = task.sandbox
+          // The eval set's limits, carried from its launch, replace the task's own.
+          const limits = effectiveLimits(task.limits, input.limits);
+          const { state, score, limit } = task.sandbox
             ? await inSandbox(task.sandbox, owner, ctx.cancellationSignal, (sandbox, signal) =>
-                solveAndScore(task, sample, epoch, { ...sampleCtx, sandbox, signal }),
+                solveAndScore(task, sample, epoch, { ...sampleCtx, sandbox, signal }, limits),
               )
-            : await solveAndScore(task, sample, epoch, sampleCtx);
-          await store.writeSample({
+            : await solveAndScore(task, sample, epoch, sampleCtx, limits);
+          const record: SampleRecord = {
             version: 1,
             eval_set: definition.name,
             task: task.name,
@@ -89,7 +96,10 @@ export function createSampleActivities(deps: ActivityDeps) {
             completed_at: new Date(deps.now()).toISOString(),
             worker: deps.worker,
             attempt: ctx.info.attempt,
-          });
+            ...(limit ? { limit } : {}),
+          };
+          await store.writeSample(record);
+          return record;
         } catch (err) {
           // Cancelled (its sandbox is already removed): not a failure of the sample, which a
           // relaunch runs again. Thrown as the cancellation, so Temporal records it as one.

@@ -28,9 +28,15 @@ export function resultTable(result: EvalSetResult): string {
   const metrics = [
     ...new Set(result.tasks.flatMap((t) => scoresOf(t).flatMap((s) => Object.keys(s.metrics)))),
   ] as MetricName[];
-  const header = ['task', 'samples', 'completed', 'errored', 'reducer', ...metrics];
+  const header = ['task', 'samples', 'completed', 'errored', 'limited', 'reducer', ...metrics];
   const rows = result.tasks.flatMap((t) => {
-    const counts = [t.name, String(t.samples), String(t.completed), String(t.errored)];
+    const counts = [
+      t.name,
+      String(t.samples),
+      String(t.completed),
+      String(t.errored),
+      String(t.limited ?? 0),
+    ];
     const scores = scoresOf(t);
     if (scores.length === 0) return [[...counts, '-', ...metrics.map(() => '-')]];
     return scores.map((score, i) => [
@@ -65,6 +71,7 @@ export function resultJson(result: EvalSetResult): unknown {
       completed: t.completed,
       errored: t.errored,
       resumed: t.resumed,
+      limited: t.limited ?? 0,
       metrics: t.metrics,
     })),
   };

@@ -1,5 +1,5 @@
 /**
- * The concurrency knobs (SPEC §2), declared once: {@link knobsSchema} is the only list of them.
+ * The knobs: the concurrency knobs (SPEC §2) and the per-sample limits, declared once: {@link knobsSchema} is the only list of them.
  * Everything else derives from it: the TypeScript type, the names (`max_samples`,
  * `STEWARD_MAX_SAMPLES`, `--max-samples`), the flags of `steward launch`, and the shape the
  * definition, `_steward.yaml` and the workflow input accept. Adding a knob is one entry here
@@ -100,6 +100,56 @@ const count = (help: string, example = '3'): KnobMeta => ({
   example,
 });
 
+const seconds = (help: string, example: string): KnobMeta => ({
+  placeholder: '<seconds>',
+  help,
+  parse: parseSeconds,
+  example,
+});
+
+/**
+ * The per-sample limits, with Inspect AI's names and meanings. A task sets them in its
+ * definition; set for the whole eval set (the definition's top level, `_steward.yaml`, `STEWARD_*`
+ * or a flag), a limit replaces the tasks' own, as `eval_set`'s arguments replace a task's in
+ * Inspect. A sample that reaches one stops and is scored on what it has (`eval/limits.ts`).
+ */
+export const limitsShape = {
+  /** Seconds of wall clock from the start of the solvers. @default unlimited */
+  time_limit: knob(
+    z.number().positive(),
+    seconds('stop a sample after this many seconds (wall clock)', '600'),
+  ),
+  /**
+   * Seconds of working time: wall clock less the time the sample's model calls waited for a
+   * connection slot or a rate-limit backoff. @default unlimited
+   */
+  working_limit: knob(
+    z.number().positive(),
+    seconds(
+      'stop a sample after this many seconds of work (waits for the provider excluded)',
+      '300',
+    ),
+  ),
+  /** Messages in the sample's conversation. @default unlimited */
+  message_limit: knob(positiveInt, count('stop a sample at this many messages', '50')),
+  /** Tokens (input plus output) over the sample's model calls. @default unlimited */
+  token_limit: knob(positiveInt, count('stop a sample after this many model tokens', '100000')),
+};
+
+export const sampleLimitsSchema = z.strictObject(limitsShape);
+
+/** A sample's limits as written (snake_case, Inspect's names); unset means none. */
+export type SampleLimits = z.infer<typeof sampleLimitsSchema>;
+
+/**
+ * What can stop a sample: a subset of Inspect's `EvalSampleLimitType` (the four limits above, and
+ * `turn`, the agent's `max_turns`).
+ */
+export const sampleLimitTypeSchema = z.enum(['time', 'working', 'message', 'token', 'turn']);
+
+/** The limits by their names, in declaration order. */
+export const LIMITS = sampleLimitsSchema.keyof().options;
+
 /**
  * The knobs, each optional: unset means Steward's default. Strict, so a misspelt knob in
  * `_steward.yaml` or a workflow input is refused by name.
@@ -126,12 +176,8 @@ export const knobsSchema = z.strictObject({
   /** @default null: one worker process per task */
   max_workers: knob(positiveInt, count('worker processes to pack the task queues into', '2')),
   /** Seconds. @default 60 */
-  tend_interval: knob(z.number().positive(), {
-    placeholder: '<seconds>',
-    help: 'seconds between tends',
-    parse: parseSeconds,
-    example: '2.5',
-  }),
+  tend_interval: knob(z.number().positive(), seconds('seconds between tends', '2.5')),
+  ...limitsShape,
 });
 
 /** Concurrency knobs as written (snake_case, the seed's names); unset means the default. */

@@ -13,7 +13,7 @@ import { z } from 'zod';
 import type { Scorer, Solver } from '../definition/types';
 import { metricNameSchema } from '../core/metrics';
 import { reducerSpecSchema } from '../core/reducers';
-import { knobShape } from './knobs';
+import { knobShape, limitsShape } from './knobs';
 
 /** Names of eval sets and tasks end up in Temporal workflow ids and task queues. */
 const NAME_PATTERN = /^[A-Za-z0-9_.-]+$/;
@@ -274,6 +274,8 @@ const taskSchema = z.strictObject({
    * (`.yaml`/`.yml`, relative to the definition). @default none
    */
   sandbox: z.string().min(1).optional(),
+  /** Per-sample limits (`time_limit`, `working_limit`, `message_limit`, `token_limit`). */
+  ...limitsShape,
 });
 
 /** An eval set definition as written in `evalset.yaml` or exported by a module. */

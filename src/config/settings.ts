@@ -14,6 +14,7 @@ import type { ConfigIssue } from '../errors';
 import { issuesFromZod } from './issues';
 import {
   KNOBS,
+  LIMITS,
   knobEnvVar,
   knobFlag,
   knobShape,
@@ -22,6 +23,7 @@ import {
   rampRangeProblem,
   type ConcurrencySettings,
   type Knob,
+  type SampleLimits,
 } from './knobs';
 
 /** The settings file read from the directory Steward is launched in. */
@@ -79,6 +81,8 @@ export interface ResolvedSettings {
   maxWorkers: number | null;
   /** @default 60000 */
   tendIntervalMs: number;
+  /** The eval set's sample limits: each one set replaces the tasks' own. @default {} */
+  limits: SampleLimits;
 }
 
 /** Where settings come from, highest precedence first. */
@@ -187,6 +191,9 @@ export function withDefaults(s: ConcurrencySettings): ResolvedSettings {
     maxWorkers: s.max_workers ?? null,
     // Temporal timers are whole milliseconds; rounding up keeps any positive interval positive.
     tendIntervalMs: Math.ceil((s.tend_interval ?? SETTINGS_DEFAULTS.tendIntervalSeconds) * 1000),
+    limits: Object.fromEntries(
+      LIMITS.filter((limit) => s[limit] !== undefined).map((limit) => [limit, s[limit]]),
+    ),
   };
 }
 

@@ -8,7 +8,7 @@
 import { DEFAULT_SCORING, reducerEpochsNeeded } from '../core/reducers';
 import type { ConfigIssue } from '../errors';
 import { issuesFromZod, type IssueOrigin } from './issues';
-import { KNOBS, rampRangeProblem, type ConcurrencySettings } from './knobs';
+import { KNOBS, LIMITS, rampRangeProblem, type ConcurrencySettings } from './knobs';
 import type { GenerateConfig, Scorer, Solver, TaskDefinition } from '../definition/types';
 import type { AgentOptions } from '../eval/agent';
 import type { SandboxCheckOptions } from '../eval/sandbox-scorers';
@@ -131,6 +131,9 @@ function normaliseTask(task: ParsedTask, def: ParsedDefinition): ValidatedTask {
     // The eval set's model_args describe its model; a task naming another model starts afresh.
     modelArgs: task.model_args ?? (model === def.model ? def.model_args : undefined) ?? {},
     config: task.config ?? {},
+    limits: Object.fromEntries(
+      LIMITS.filter((limit) => task[limit] !== undefined).map((limit) => [limit, task[limit]]),
+    ),
     ...(task.sandbox === undefined ? {} : { sandbox: task.sandbox }),
   };
 }

@@ -7,7 +7,7 @@
  * `sandbox_check`).
  */
 
-import type { ConcurrencySettings } from '../config/knobs';
+import type { ConcurrencySettings, SampleLimits } from '../config/knobs';
 import type { Scoring } from '../core/reducers';
 import type { Sandbox, SandboxSpec } from '../sandbox/types';
 import type { TaskIdentity } from './identity';
@@ -69,8 +69,18 @@ export interface Model {
       signal?: AbortSignal;
       /** Context for providers that script by sample (mockllm); real providers ignore it. */
       sample?: { sample: Sample; call: number };
+      /**
+       * Where the call's waits (for a connection slot, a rate-limit backoff) are counted, so the
+       * sample's `working_limit` leaves them out. Providers without an account never wait.
+       */
+      waiting?: WaitMeter;
     },
   ): Promise<ModelOutput>;
+}
+
+/** Counts the time a promise takes as waiting, not working. */
+export interface WaitMeter {
+  during<T>(wait: Promise<T>): Promise<T>;
 }
 
 /** A dataset record with Inspect's sample fields. */
@@ -114,6 +124,12 @@ export interface SampleContext {
   signal: AbortSignal;
   /** The sample's own sandbox, when its task has one (up before the solvers, removed after the scorer). */
   sandbox?: Sandbox;
+  /**
+   * Publishes the state as a solver builds it (each message appended): a sample stopped by a
+   * limit is scored on the last state published, else on the one its solver started from. Throws
+   * the sample's `SampleLimitExceeded` when the conversation would pass its `message_limit`.
+   */
+  progress?(state: TaskState): void;
 }
 
 export type Solver = (state: TaskState, ctx: SampleContext) => Promise<TaskState>;
@@ -150,6 +166,8 @@ export interface TaskDefinition {
   config: GenerateConfig;
   /** The sandbox each sample gets, from the task's `sandbox` (an image or a compose file). */
   sandbox?: SandboxSpec;
+  /** The task's own sample limits; the eval set's, where set, replace them. @default {} */
+  limits?: SampleLimits;
 }
 
 /** Concurrency knobs as written in a definition: declared, with their rules, in `config/knobs.ts`. */

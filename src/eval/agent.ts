@@ -2,21 +2,24 @@
  * `agent`: a ReAct-style tool loop, the counterpart of Inspect AI's `basic_agent`. The model works in
  * the sample's sandbox through two tools offered by native tool calling: `bash`, which runs a
  * shell command there, and `submit`, which ends the sample with an answer. The loop stops at the
- * submit, or when a turn or token limit is reached (then the sample is scored on what it has).
+ * submit, or at a limit: `max_turns` is Inspect's `turn` limit and the agent's `token_limit` a
+ * token limit of its own, and like the sample's limits (`limits.ts`) they stop the sample, which is
+ * then scored on what it has and records which limit stopped it.
  */
 
 import type { Solver, TaskState, TokenUsage, ToolCall, ToolDefinition } from '../definition/types';
 import type { ExecResult } from '../sandbox/types';
+import { SampleLimitExceeded } from './limits';
 import { systemMessage } from './solvers';
 
 /** The `agent` solver's options, as written in a definition. */
 export interface AgentOptions {
-  /** Model calls before the agent gives up without submitting. @default 30 */
+  /** Model calls before the agent stops without submitting (a `turn` limit). @default 30 */
   max_turns?: number;
   /**
-   * Tokens (input plus output, summed over the sample's model calls) after which no further call
-   * is made. Not to be confused with `generate`'s `max_tokens`, which bounds one reply.
-   * @default unlimited
+   * Tokens (input plus output, summed over the agent's model calls) after which no further call
+   * is made (a `token` limit, like the task's `token_limit`). Not to be confused with
+   * `generate`'s `max_tokens`, which bounds one reply. @default unlimited
    */
   token_limit?: number;
   /** Seconds one `bash` command may run before it is killed. @default 180 */
@@ -25,7 +28,7 @@ export interface AgentOptions {
   system_message?: string;
 }
 
-/** Why the loop ended; kept in `state.store.agent`. */
+/** Why the loop ended; kept in `state.store.agent` (a limit is also the sample's `limit`). */
 export type AgentStop = 'submit' | 'max_turns' | 'token_limit';
 
 /** What the agent leaves in `state.store.agent`, for custom scorers. */
@@ -95,31 +98,45 @@ export function agent(options: AgentOptions = {}): Solver {
       throw new Error('the agent solver needs a sandbox: set `sandbox` on the task');
     }
     // Through the built-in solver, so `{field}` placeholders read the sample's metadata as usual.
-    let messages = (await systemMessage(system)(state, ctx)).messages;
-    let usage = state.usage;
-    let output = state.output;
+    let current: TaskState = await systemMessage(system)(state, ctx);
+    ctx.progress?.(current);
     let answer: string | undefined;
-    let stop: AgentStop = 'max_turns';
     let turns = 0;
+    /** Appends to the conversation and publishes it: a limit may stop the sample at any step. */
+    const advance = (change: Partial<TaskState>): void => {
+      current = { ...current, ...change };
+      ctx.progress?.(current);
+    };
+    const report = (stop: AgentStop): TaskState => ({
+      ...current,
+      store: { ...current.store, agent: { stop, turns } satisfies AgentReport },
+    });
 
-    while (turns < maxTurns) {
-      if (options.token_limit !== undefined && usage.total_tokens >= options.token_limit) {
-        stop = 'token_limit';
-        break;
+    for (;;) {
+      if (turns >= maxTurns) {
+        advance(report('max_turns'));
+        throw new SampleLimitExceeded({ type: 'turn', limit: maxTurns });
+      }
+      if (options.token_limit !== undefined && current.usage.total_tokens >= options.token_limit) {
+        advance(report('token_limit'));
+        throw new SampleLimitExceeded({ type: 'token', limit: options.token_limit });
       }
       ctx.signal.throwIfAborted();
-      output = await ctx.model.generate(messages, {
+      const output = await ctx.model.generate(current.messages, {
         tools: [BASH_TOOL, SUBMIT_TOOL],
         signal: ctx.signal,
       });
       turns++;
-      usage = addUsage(usage, output.usage);
-      messages = [...messages, output.message];
+      advance({
+        messages: [...current.messages, output.message],
+        output,
+        usage: addUsage(current.usage, output.usage),
+      });
       ctx.heartbeat();
 
       const calls = output.message.tool_calls ?? [];
       if (calls.length === 0) {
-        messages = [...messages, { role: 'user', content: CONTINUE_MESSAGE }];
+        advance({ messages: [...current.messages, { role: 'user', content: CONTINUE_MESSAGE }] });
         continue;
       }
       // Every call gets its tool message (the wire protocol wants one per call id), in order.
@@ -128,28 +145,28 @@ export function agent(options: AgentOptions = {}): Solver {
           const exec = await sandbox.exec(['sh', '-c', cmd], {
             timeoutMs,
             maxOutputBytes: MAX_TOOL_OUTPUT_BYTES,
+            signal: ctx.signal,
           });
           ctx.heartbeat();
           return formatExec(exec, timeoutMs);
         });
-        messages = [...messages, { role: 'tool', tool_call_id: call.id, content: result.content }];
+        advance({
+          messages: [
+            ...current.messages,
+            { role: 'tool', tool_call_id: call.id, content: result.content },
+          ],
+        });
         if (result.answer !== undefined && answer === undefined) answer = result.answer;
       }
-      if (answer !== undefined) {
-        stop = 'submit';
-        break;
-      }
+      if (answer !== undefined) break;
     }
 
-    const report: AgentReport = { stop, turns };
+    const { output } = current;
     return {
-      ...state,
-      messages,
-      usage,
+      ...report('submit'),
       // The submitted answer is the sample's completion, as in Inspect.
       output: output && answer !== undefined ? { ...output, completion: answer } : output,
       completed: true,
-      store: { ...state.store, agent: report },
     } satisfies TaskState;
   };
 }

@@ -15,6 +15,7 @@ import * as path from 'node:path';
 import { randomUUID } from 'node:crypto';
 import type { TaskIdentityRecord } from '../definition/identity';
 import type { ChatMessage, Score, TokenUsage } from '../definition/types';
+import type { SampleLimitHit } from '../eval/limits';
 import { ErrorType, ExitCode, StewardError } from '../errors';
 import type { EvalSetResult, RampHistoryEntry, TaskResult } from '../workflows/types';
 
@@ -42,6 +43,8 @@ export interface SampleRecord {
   worker: { pid: number; host: string };
   /** Temporal activity attempt (1 unless a crash made Temporal run it again). */
   attempt: number;
+  /** The limit that stopped the sample (it was scored on what it had); absent when none did. */
+  limit?: SampleLimitHit;
 }
 
 export interface SampleErrorRecord {

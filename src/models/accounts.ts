@@ -81,7 +81,11 @@ export class ProviderAccounts {
           inputChars(messages, options?.tools),
           options?.config?.max_tokens ?? defaultMaxTokens,
         );
-        const paced = { acquire: (signal?: AbortSignal) => slots.acquire(signal, cost) };
+        // Waiting for a slot (pacing included) and backing off are not the sample's work.
+        const waiting = options?.waiting ?? { during: <T>(wait: Promise<T>) => wait };
+        const paced = {
+          acquire: (signal?: AbortSignal) => waiting.during(slots.acquire(signal, cost)),
+        };
         let attempts = 0;
         return retryModelCall(
           (attempt) => {
@@ -90,7 +94,7 @@ export class ProviderAccounts {
           },
           {
             now: this.now,
-            sleep: (ms, signal) => delay(ms, undefined, { signal }),
+            sleep: (ms, signal) => waiting.during(delay(ms, undefined, { signal })),
             random: Math.random,
             signal: options?.signal,
             controller: paced,

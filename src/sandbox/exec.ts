@@ -57,20 +57,25 @@ export async function execInContainer(
   if (withStdin) stream.end(options.stdin);
 
   let timedOut = false;
-  if (options.timeoutMs === undefined) {
-    await ended;
-  } else {
-    let timer: NodeJS.Timeout | undefined;
-    const expired = new Promise<'expired'>((resolve) => {
+  let timer: NodeJS.Timeout | undefined;
+  let onAbort: (() => void) | undefined;
+  const expired = new Promise<'expired' | 'aborted'>((resolve) => {
+    if (options.timeoutMs !== undefined) {
       timer = setTimeout(() => resolve('expired'), options.timeoutMs);
-    });
-    timedOut = (await Promise.race([ended, expired])) === 'expired';
-    clearTimeout(timer);
-    if (timedOut) {
-      await killMarked(container, marker, options.user).catch(() => undefined);
-      await Promise.race([ended, delay(KILL_GRACE_MS)]);
-      stream.destroy();
     }
+    onAbort = () => resolve('aborted');
+    if (options.signal?.aborted) onAbort();
+    else options.signal?.addEventListener('abort', onAbort, { once: true });
+  });
+  const outcome = await Promise.race([ended.then(() => 'ended' as const), expired]);
+  clearTimeout(timer);
+  if (onAbort) options.signal?.removeEventListener('abort', onAbort);
+  if (outcome !== 'ended') {
+    await killMarked(container, marker, options.user).catch(() => undefined);
+    await Promise.race([ended, delay(KILL_GRACE_MS)]);
+    stream.destroy();
+    if (outcome === 'aborted') throw options.signal?.reason as Error;
+    timedOut = true;
   }
 
   const state = await exec.inspect().catch(() => undefined);

@@ -69,6 +69,8 @@ export interface ExecOptions {
   cwd?: string;
   /** Extra environment variables. */
   env?: Record<string, string>;
+  /** Kills the command (and what it started) and rejects with the signal's reason. */
+  signal?: AbortSignal;
 }
 
 export interface ExecResult {

@@ -325,6 +325,8 @@ export async function evalSet(raw: EvalSetInput): Promise<EvalSetResult> {
             logDir: planned.logDir,
             parentId,
             setpoint: entry.ramp.setpoint,
+            // Absent from plans made before limits (a run that continued-as-new across them).
+            ...(planned.settings.limits ? { limits: planned.settings.limits } : {}),
           },
         ],
       });

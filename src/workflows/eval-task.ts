@@ -48,11 +48,13 @@ import {
 // these at once, non-retryable. What is left to retry is the world: a worker killed, the log dir
 // or Temporal briefly unreachable. That is bounded (about 10 minutes here, 5 for admission): past
 // it the task fails with its cause, which `steward status` shows, instead of retrying for ever.
-const { planTask, finishTask, awaitSamplesClosed, cancelSamples } = proxyActivities<TaskActivities>({
-  startToCloseTimeout: '10 minutes',
-  heartbeatTimeout: '30 seconds',
-  retry: { maximumInterval: '30 seconds', maximumAttempts: 20 },
-});
+const { planTask, finishTask, awaitSamplesClosed, cancelSamples } = proxyActivities<TaskActivities>(
+  {
+    startToCloseTimeout: '10 minutes',
+    heartbeatTimeout: '30 seconds',
+    retry: { maximumInterval: '30 seconds', maximumAttempts: 20 },
+  },
+);
 
 // Admission is an activity, not a local activity. This loop decides on state that sample reports
 // (signals) change at any moment; a local activity's resolution is not ordered against them in
@@ -169,6 +171,7 @@ async function runTask(input: EvalTaskInput): Promise<TaskResult> {
     if (done.ok) carry.completed++;
     else carry.errored++;
     if (done.errorType === ErrorType.networkPoolExhausted) carry.networkErrors++;
+    if (done.limit) carry.limited = (carry.limited ?? 0) + 1;
     changed = true;
   };
   // Samples handed over by the previous run. A report that reached the previous run after it
@@ -217,6 +220,7 @@ async function runTask(input: EvalTaskInput): Promise<TaskResult> {
     saturations: carry.saturations,
     runs: carry.runs,
     network_errors: carry.networkErrors,
+    limited: carry.limited ?? 0,
     connection_limit: connectionLimit,
     // The ramp's view belongs to the eval set, which tends this task.
     rate_limit_episodes: 0,
@@ -238,6 +242,7 @@ async function runTask(input: EvalTaskInput): Promise<TaskResult> {
           index,
           parentId: workflowId,
           chain,
+          ...(input.limits ? { limits: input.limits } : {}),
         })),
       }),
     );
@@ -307,6 +312,7 @@ async function runTask(input: EvalTaskInput): Promise<TaskResult> {
       completed: carry.completed,
       errored: carry.errored,
       resumed: carry.resumed,
+      limited: carry.limited ?? 0,
       metrics,
     };
   }, cancelled);

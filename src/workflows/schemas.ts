@@ -7,7 +7,12 @@
  * TypeScript types of src/workflows/types.ts are the parsed shapes.
  */
 import { z } from 'zod';
-import { knobsSchema as knobs, rampRangeProblem } from '../config/knobs';
+import {
+  knobsSchema as knobs,
+  rampRangeProblem,
+  sampleLimitsSchema as sampleLimits,
+  sampleLimitTypeSchema as sampleLimitType,
+} from '../config/knobs';
 import { formatIssue } from '../errors';
 
 /** Task and eval-set names: they end up in workflow ids and task queues. */
@@ -88,6 +93,7 @@ export const sampleDoneSchema = z.lazy(() =>
     ok: z.boolean(),
     error: z.string().max(10_000).optional(),
     errorType: z.string().max(200).optional(),
+    limit: sampleLimitType.optional(),
   }),
 );
 
@@ -131,6 +137,7 @@ export const evalTaskStartSchema = z.lazy(() =>
     logDir: z.string().min(1),
     parentId: z.string().min(1),
     setpoint: count,
+    limits: sampleLimits.optional(),
   }),
 );
 
@@ -143,6 +150,7 @@ export const sampleStartSchema = z.lazy(() =>
     index: count,
     parentId: z.string().min(1),
     chain: z.string().min(1),
+    limits: sampleLimits.optional(),
   }),
 );
 
@@ -195,6 +203,7 @@ const taskStatusSchema = z.lazy(() =>
     saturations: count,
     runs: count,
     network_errors: count,
+    limited: count.optional(),
     connection_limit: count.nullable(),
     rate_limit_episodes: count,
     ramp_state: z.string(),
@@ -311,6 +320,8 @@ const planSchema = z.lazy(() =>
       connections: connectionsModeSchema,
       maxWorkers: positive.nullable(),
       tendIntervalMs: positive,
+      // Absent in plans made before sample limits existed.
+      limits: sampleLimits.optional(),
     }),
     tasks: z.array(taskPlanSchema).min(1),
   }),

@@ -9,6 +9,8 @@ import type { ResolvedSettings } from '../config/settings';
 import type { AccountRampState, Holds, RampSettings, TaskRampState } from '../core/ramp';
 import type { IndexRanges } from '../core/ranges';
 import type { ConcurrencySettings } from '../definition/types';
+import type { SampleLimits } from '../config/knobs';
+import type { SampleLimitType } from '../eval/limits';
 import type { TaskMetrics } from '../eval/metrics';
 
 /** Input of the `evalSet` workflow (task queue `steward`, id `steward-<name>`). */
@@ -145,6 +147,8 @@ export interface EvalTaskInput {
   /** Workflow id of the `evalSet` parent. */
   parentId: string;
   setpoint: number;
+  /** The eval set's sample limits, handed to each sample. */
+  limits?: SampleLimits;
   /** Present when this run continues an earlier one (continue-as-new). */
   carry?: EvalTaskCarry;
 }
@@ -165,6 +169,8 @@ export interface EvalTaskCarry {
   saturations: number;
   /** Samples that failed because Docker refused a network. */
   networkErrors: number;
+  /** Samples stopped by a limit (absent in carries from before limits). */
+  limited?: number;
   runs: number;
 }
 
@@ -181,6 +187,8 @@ export interface SampleInput {
   parentId: string;
   /** The first run id of that task's chain of runs (see {@link sampleWorkflowId}). */
   chain: string;
+  /** The eval set's sample limits, as its launch resolved them (absent: none, or an older run). */
+  limits?: SampleLimits;
 }
 
 /** What a sample reports back to its task: ids and a small summary only. */
@@ -190,6 +198,8 @@ export interface SampleDone {
   /** Short error text when `ok` is false. */
   error?: string;
   errorType?: string;
+  /** The kind of limit that stopped the sample, when one did (it still completed). */
+  limit?: SampleLimitType;
 }
 
 /** Several samples' reports in one signal: what a worker sends while its last signal is in flight. */
@@ -219,6 +229,8 @@ export interface TaskStatus {
   runs: number;
   /** Samples that failed because Docker refused a network (cumulative; a capacity limit). */
   network_errors: number;
+  /** Samples stopped by a limit and scored on what they had (absent from older runs). */
+  limited?: number;
   /** Model-connection ceiling sent to the task's workers. */
   connection_limit: number | null;
   /** Rate-limit episodes the task's workers reported in the last window. */
@@ -232,7 +244,11 @@ export interface TaskStatus {
 export function taskCounters(status: TaskStatus) {
   const { completed, errored, in_flight, waiting, saturations, runs, network_errors, resumed } =
     status;
-  return { completed, errored, in_flight, waiting, saturations, runs, network_errors, resumed };
+  const counters = { completed, errored, in_flight, waiting, saturations, runs, network_errors };
+  // A task run from before limits reports none: keep what is known rather than write undefined.
+  return status.limited === undefined
+    ? { ...counters, resumed }
+    : { ...counters, resumed, limited: status.limited };
 }
 
 /** One entry of the ramp history: a setpoint or ceiling change, a hold, a resume, a new range. */
@@ -339,6 +355,8 @@ export interface TaskResult {
   completed: number;
   errored: number;
   resumed: number;
+  /** Samples of this run stopped by a limit, scored on what they had (absent from older runs). */
+  limited?: number;
   metrics: TaskMetrics | null;
 }
 

@@ -11,7 +11,12 @@ import json
 import sys
 
 from inspect_ai._eval.evalset import read_eval_set_info
-from inspect_ai.log import list_eval_logs, read_eval_log, read_eval_log_samples
+from inspect_ai.log import (
+    list_eval_logs,
+    read_eval_log,
+    read_eval_log_sample_summaries,
+    read_eval_log_samples,
+)
 
 
 def sample_view(sample):
@@ -41,6 +46,9 @@ def sample_view(sample):
         "completed_at": sample.completed_at,
         "total_time": sample.total_time,
         "error": sample.error.message if sample.error else None,
+        "limit": {"type": sample.limit.type, "limit": sample.limit.limit}
+        if sample.limit
+        else None,
     }
 
 
@@ -91,6 +99,9 @@ def log_view(location):
         ],
         "samples": [sample_view(s) for s in (log.samples or [])],
         "streamed": [[s.id, s.epoch] for s in streamed],
+        "summary_limits": {
+            str(s.id): s.limit for s in read_eval_log_sample_summaries(location)
+        },
     }
 
 

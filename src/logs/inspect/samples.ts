@@ -85,7 +85,8 @@ export interface InspectSample {
   error: InspectError | null;
   error_retries: [];
   attachments: Record<string, string>;
-  limit: null;
+  /** Inspect's `EvalSampleLimit`: the limit that stopped the sample, and its value. */
+  limit: { type: string; limit: number } | null;
 }
 
 /** A sample's line in `summaries.json`: the sample's own fields, without its conversation. */
@@ -108,6 +109,8 @@ export type InspectSampleSummary = Pick<
   retries: number;
   completed: boolean;
   message_count: number;
+  /** The type of the limit that stopped the sample, as Inspect's summaries keep it. */
+  limit: string | null;
 };
 
 /** `samples/<id>_epoch_<n>.json`, as Inspect names a sample's entry. */
@@ -147,7 +150,7 @@ export function completedSample(record: SampleRecord, evalId: string): InspectSa
     error: null,
     error_retries: [],
     attachments: {},
-    limit: null,
+    limit: record.limit ? { type: record.limit.type, limit: record.limit.limit } : null,
   };
 }
 
@@ -207,6 +210,7 @@ export function sampleSummary(sample: InspectSample, attempt: number): InspectSa
     retries: Math.max(0, attempt - 1),
     completed: true,
     message_count: sample.messages.length,
+    limit: sample.limit?.type ?? null,
   };
 }
 
