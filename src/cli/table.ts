@@ -50,7 +50,7 @@ export function resultTable(result: EvalSetResult): string {
   );
   return alignColumns(
     [header, rule, ...rows],
-    header.map((_, i) => i > 0 && i !== 4),
+    header.map((h, i) => i > 0 && h !== 'reducer'),
   ).join('\n');
 }
 
