@@ -243,7 +243,9 @@ describe('an eval set run with an API key in the environment', () => {
 
   test('no workflow history of the run holds the key, continued-as-new runs included', async () => {
     const byType = (type: string) => runs.filter((run) => run.type === type);
-    expect(byType('evalSet')).toHaveLength(1);
+    // The eval set may hand over too on a slow machine (more tends, more events): every run counts.
+    const evalSetRuns = byType('evalSet').length;
+    expect(evalSetRuns).toBeGreaterThanOrEqual(1);
     const plainRuns = byType('evalTask').filter((run) => run.workflowId.endsWith('/plain'));
     expect(
       plainRuns.filter((run) => run.status === 'CONTINUED_AS_NEW').length,
@@ -252,7 +254,9 @@ describe('an eval set run with an API key in the environment', () => {
     expect(anthropicRuns.length).toBeGreaterThanOrEqual(1);
     expect(byType('evalTask')).toHaveLength(plainRuns.length + anthropicRuns.length + 1);
     expect(byType('sampleWorkflow')).toHaveLength(SANDBOXED + PLAIN + 1 + ANTHROPIC + 1);
-    expect(runs).toHaveLength(1 + byType('evalTask').length + byType('sampleWorkflow').length);
+    expect(runs).toHaveLength(
+      evalSetRuns + byType('evalTask').length + byType('sampleWorkflow').length,
+    );
 
     const hits = await mapLimited(runs, 8, async (run) => {
       const history = await fetchHistory(client, run);

@@ -43,30 +43,40 @@ function bodyText(page: Page): Promise<string> {
   );
 }
 
+/**
+ * Waits until the page shows every text and every row, and returns the page's text of that
+ * moment. The viewer loads each log's header on its own and may show a row without it again
+ * later (when it refreshes the list), so what it showed is taken when it showed it.
+ */
 async function waitForTexts(
   page: Page,
   expected: string[],
   rows: Array<{ first: string; contains: string[]; within: number }> = [],
-): Promise<void> {
-  await page.waitForFunction(
+): Promise<string> {
+  const shown = await page.waitForFunction(
     (texts: string[], wanted: typeof rows) => {
       const body = (globalThis as unknown as { document: { body: { innerText: string } } }).document
         .body;
       const lines = body.innerText.split('\n').map((l) => l.trim());
       // No named functions in here: tsx would wrap them in a helper the page does not have.
-      return (
+      const all =
         texts.every((t) => body.innerText.includes(t)) &&
         wanted.every((row) => {
           const at = lines.indexOf(row.first);
           const after = lines.slice(at + 1, at + 1 + row.within);
-          return at >= 0 && row.contains.every((t) => after.includes(t));
-        })
-      );
+          // The row's own cells only: they end where the next row's name begins (the viewer
+          // loads each log's header on its own, so a neighbour's count must not stand in).
+          const next = after.findIndex((l) => wanted.some((other) => other.first === l));
+          const own = next < 0 ? after : after.slice(0, next);
+          return at >= 0 && row.contains.every((t) => own.includes(t));
+        });
+      return all ? body.innerText : false;
     },
     { timeout: TIMEOUT_MS },
     expected,
     rows,
   );
+  return (await shown.jsonValue()) as string;
 }
 
 /**
@@ -153,8 +163,8 @@ async function main(request: Request): Promise<Record<string, string>> {
         const page = await browser.newPage();
         await page.setViewport({ width: 1400, height: 640 });
         await page.goto(url, { waitUntil: 'networkidle0', timeout: TIMEOUT_MS });
-        await waitForTexts(page, view.expect, view.rows);
-        texts[view.name] = await settledText(page);
+        const shownText = await waitForTexts(page, view.expect, view.rows);
+        texts[view.name] = view.rows ? shownText : await settledText(page);
         await page.screenshot({
           path: path.join(request.artifacts, `inspect-view-${view.name}.png`),
         });
