@@ -17,7 +17,7 @@ import { ErrorType } from '../src/errors';
 import type { SampleErrorRecord } from '../src/logs/store';
 import { BUSYBOX_IMAGE, ensureBusyboxImage } from '../src/sandbox/image';
 import { startSimProvider, type SimProvider } from '../src/sim/provider';
-import { requireDocker } from './fixtures/docker/docker';
+import { leftovers, requireDocker } from './fixtures/docker/docker';
 import { REPO_ROOT, STEWARD_BIN, runCli, tempDir, uniqueName, type CliResult } from './helpers/cli';
 import { readSampleRecords } from './helpers/results';
 
@@ -64,16 +64,6 @@ async function writeAgenticEvalSet(
   const file = path.join(dir, 'evalset.yaml');
   await fs.writeFile(file, stringify(definition));
   return file;
-}
-
-/** Containers and networks on the daemon carrying our labels for eval set `name`. */
-async function leftovers(docker: Docker, name: string): Promise<string[]> {
-  const filters = JSON.stringify({ label: ['steward.managed=true', `steward.eval_set=${name}`] });
-  const [containers, networks] = await Promise.all([
-    docker.listContainers({ all: true, filters }),
-    docker.listNetworks({ filters }),
-  ]);
-  return [...containers.map((c) => c.Names[0] ?? c.Id), ...networks.map((n) => n.Name)];
 }
 
 const FILE_CHECK = { sandbox_check: { cmd: 'test "$(cat /tmp/out.txt)" = "$TARGET"' } };

@@ -18,7 +18,7 @@ import { startSimProvider, type SimProvider } from '../src/sim/provider';
 import { findTemporalBinary } from '../src/temporal/binary';
 import { OWNER_WATCH_MS } from '../src/workers/owner-watch';
 import { evalSetWorkflowId, taskWorkflowId } from '../src/workflows/types';
-import { requireDocker } from './fixtures/docker/docker';
+import { leftovers, requireDocker } from './fixtures/docker/docker';
 import {
   REPO_ROOT,
   runCli,
@@ -69,16 +69,6 @@ async function cancelByCli(verb: 'cancel' | 'terminate', workflowId: string): Pr
     '--namespace',
     process.env.TEMPORAL_NAMESPACE!,
   ]);
-}
-
-/** Containers and networks on the daemon carrying our labels for eval set `name`. */
-async function onDocker(name: string): Promise<string[]> {
-  const filters = JSON.stringify({ label: ['steward.managed=true', `steward.eval_set=${name}`] });
-  const [containers, networks] = await Promise.all([
-    docker.listContainers({ all: true, filters }),
-    docker.listNetworks({ filters }),
-  ]);
-  return [...containers.map((c) => c.Names[0] ?? c.Id), ...networks.map((n) => n.Name)];
 }
 
 /** Sample workflows of eval set `name` still running. */
@@ -151,7 +141,7 @@ async function launchSandboxed(
   const launch = runCli(['launch', file, '--log-dir', logDir], { env });
   await until(
     'every admitted sample in its sandbox',
-    async () => (await onDocker(name)).length >= 2 * SETPOINT * tasks.length,
+    async () => (await leftovers(docker, name)).length >= 2 * SETPOINT * tasks.length,
   );
   const id = evalSetWorkflowId(name);
   return { name, logDir, launch, ids: [id, ...tasks.map((t) => taskWorkflowId(id, t))] };
@@ -178,7 +168,7 @@ test('cancelling an eval set of sandboxed samples cancels its tasks and samples 
   // The eval set closed only after its tasks, which closed only after their samples.
   for (const id of ids) expect(await statusOf(id)).toBe('CANCELLED');
   expect(await runningSamples(name)).toBe(0);
-  expect(await onDocker(name)).toEqual([]);
+  expect(await leftovers(docker, name)).toEqual([]);
   expect(await inspectStatuses(logDir)).toEqual({
     'slow-a': ['cancelled', 0],
     'slow-b': ['cancelled', 0],
@@ -195,7 +185,7 @@ test('terminating an eval set (no workflow code runs) still cancels its tasks an
   expect(result.code).toBe(1);
   expect(await statusOf(ids[1]!)).toBe('CANCELLED');
   expect(await runningSamples(name)).toBe(0);
-  expect(await onDocker(name)).toEqual([]);
+  expect(await leftovers(docker, name)).toEqual([]);
   expect(await inspectStatuses(logDir)).toEqual({ slow: ['cancelled', 0] });
 });
 
@@ -207,7 +197,7 @@ test("terminating a task's workflow: its workers end its samples within a minute
   expect((await cancelByCli('terminate', ids[1]!)).code).toBe(0);
   const terminatedAt = Date.now();
   await until('no sample running', async () => (await runningSamples(name)) === 0, 60_000);
-  await until('no sandbox left', async () => (await onDocker(name)).length === 0, 10_000);
+  await until('no sandbox left', async () => (await leftovers(docker, name)).length === 0, 10_000);
   expect(Date.now() - terminatedAt).toBeLessThan(OWNER_WATCH_MS * 3);
   // The eval set sees its task ended without a result, and fails saying so.
   const result = await launch;

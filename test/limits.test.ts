@@ -15,7 +15,7 @@ import type { SampleRecord } from '../src/logs/store';
 import { BUSYBOX_IMAGE, ensureBusyboxImage } from '../src/sandbox/image';
 import { startSimProvider, type SimProvider } from '../src/sim/provider';
 import { completionBody, promptTokens, type SimScript } from '../src/sim/script';
-import { requireDocker } from './fixtures/docker/docker';
+import { leftovers, requireDocker } from './fixtures/docker/docker';
 import { REPO_ROOT, runCli, runCommand, tempDir, uniqueName, type CliResult } from './helpers/cli';
 import { readSampleRecords } from './helpers/results';
 
@@ -95,16 +95,6 @@ async function writeEvalSet(
     }),
   );
   return file;
-}
-
-/** Containers and networks on the daemon carrying our labels for eval set `name`. */
-async function leftovers(docker: Docker, name: string): Promise<string[]> {
-  const filters = JSON.stringify({ label: ['steward.managed=true', `steward.eval_set=${name}`] });
-  const [containers, networks] = await Promise.all([
-    docker.listContainers({ all: true, filters }),
-    docker.listNetworks({ filters }),
-  ]);
-  return [...containers.map((c) => c.Names[0] ?? c.Id), ...networks.map((n) => n.Name)];
 }
 
 function expectExit(result: CliResult, code: number): void {
