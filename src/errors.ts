@@ -22,6 +22,8 @@ export const ErrorType = {
   logWrite: 'StewardLogWriteError',
   /** The definition's snapshot in the log dir is missing or no longer matches its hash. */
   snapshot: 'StewardSnapshotError',
+  /** The sample made no progress for `stuck_after`, twice (each time on a fresh sandbox). */
+  stuck: 'StewardSampleStuck',
   /** The sample was cancelled (its task or eval set was, or it was by hand): run again on relaunch. */
   cancelled: 'StewardCancelled',
 } as const;

@@ -73,7 +73,10 @@ const failure: SampleErrorRecord = {
   error_type: 'StewardModelFatalError',
   failed_at: '2026-12-01T10:22:00.000Z',
   worker: { pid: 1, host: 'h' },
-  attempt: 2,
+  attempt: 1,
+  error_retries: [
+    { error: 'scorer threw', error_type: 'StewardSampleError', failed_at: '2026-12-01T10:21:00.000Z' },
+  ],
 };
 
 const summary: TaskSummary = {
@@ -257,7 +260,7 @@ describe('an ended task', () => {
     ]);
   });
 
-  test('the failed sample carries its error, input and target, and no score', () => {
+  test('the failed sample carries its error, its earlier attempts, input and target, and no score', () => {
     expect(entry(log, 'samples/b_epoch_2.json')).toMatchObject({
       id: 'b',
       epoch: 2,
@@ -265,6 +268,9 @@ describe('an ended task', () => {
       target: 't',
       scores: null,
       error: { message: 'provider said 400' },
+      error_retries: [
+        { message: 'scorer threw', traceback: expect.stringContaining('StewardSampleError: scorer threw') },
+      ],
     });
     const summaries = entry(log, 'summaries.json') as unknown as Array<Record<string, unknown>>;
     expect(summaries.find((s) => s.id === 'b' && s.epoch === 2)).toMatchObject({
@@ -279,7 +285,7 @@ describe('an ended task', () => {
     const stopped = completedSample(limited, 'eval-id');
     expect(stopped.limit).toEqual({ type: 'message', limit: 7 });
     expect(stopped.scores).toEqual({ match: expect.objectContaining({ value: 'I' }) });
-    expect(sampleSummary(stopped, 1).limit).toBe('message');
+    expect(sampleSummary(stopped).limit).toBe('message');
   });
 
   test('a failure that a later attempt completed is not shown: the record wins', () => {

@@ -41,7 +41,7 @@ beforeAll(async () => {
   readmeRows = section.split('\n').filter((line) => line.startsWith('| `'));
 });
 
-test('the schema declares the knobs of SPEC §2 and the sample limits, and nothing else', () => {
+test('the schema declares the knobs of SPEC §2 and the sample limits and retries, and nothing else', () => {
   expect([...KNOBS].sort()).toEqual(
     [
       'max_connections',
@@ -55,6 +55,8 @@ test('the schema declares the knobs of SPEC §2 and the sample limits, and nothi
       'working_limit',
       'message_limit',
       'token_limit',
+      'stuck_after',
+      'retry_on_error',
     ].sort(),
   );
   expect(Object.keys(knobsSchema.shape)).toEqual([...KNOBS]);

@@ -70,6 +70,8 @@ describe('statusText of a running eval set', () => {
         completed: 118,
         errored: 2,
         limited: 3,
+        stuck: 1,
+        retries: 4,
       }),
       task({
         name: 'capitals',
@@ -102,6 +104,8 @@ describe('statusText of a running eval set', () => {
       'done',
       'errors',
       'limited',
+      'stuck',
+      'retries',
       'conn limit',
       'rate limits',
       'ramp',
@@ -109,7 +113,10 @@ describe('statusText of a running eval set', () => {
   });
 
   test.each([
-    ['arithmetic', ['running', '70', '68', '12', '120/200', '2', '3', '20', '0', 'climbing']],
+    [
+      'arithmetic',
+      ['running', '70', '68', '12', '120/200', '2', '3', '1', '4', '20', '0', 'climbing'],
+    ],
     [
       'capitals',
       [
@@ -118,6 +125,8 @@ describe('statusText of a running eval set', () => {
         '50',
         '150',
         '0/200',
+        '0',
+        '0',
         '0',
         '0',
         '-',
@@ -135,15 +144,17 @@ describe('statusText of a running eval set', () => {
         '0/200',
         '0',
         '0',
+        '0',
+        '0',
         '20',
         '0',
         'backing off: 429s in 2 windows',
       ],
     ],
-    ['math', ['running', '30', '50', '150', '0/200', '0', '0', '20', '0', 'pinned']],
-    ['geo', ['running', '200', '50', '150', '0/200', '0', '0', '20', '0', 'at ceiling']],
-    ['logic', ['running', '50', '50', '150', '0/200', '0', '0', '20', '0', 'steady']],
-    ['trivia', ['done', '50', '0', '0', '0/200', '0', '0', '20', '0', 'finished']],
+    ['math', ['running', '30', '50', '150', '0/200', '0', '0', '0', '0', '20', '0', 'pinned']],
+    ['geo', ['running', '200', '50', '150', '0/200', '0', '0', '0', '0', '20', '0', 'at ceiling']],
+    ['logic', ['running', '50', '50', '150', '0/200', '0', '0', '0', '0', '20', '0', 'steady']],
+    ['trivia', ['done', '50', '0', '0', '0/200', '0', '0', '0', '0', '20', '0', 'finished']],
   ])('shows %s as %j', (name, cells) => {
     const row = lines.find((l) => l.trim().startsWith(`${name} `)) as string;
     // The ramp column may itself hold double spaces only if a reason does; these do not.

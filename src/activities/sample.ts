@@ -1,6 +1,7 @@
 /**
  * The sample activity: load the sample, (sandbox up), solve, score, (sandbox down), record.
- * Heartbeats so a dead worker shows.
+ * Heartbeats every second so a dead worker shows, each beat carrying the sample's progress; a
+ * sample without progress for `stuck_after` is aborted as stuck (`eval/stuck.ts`).
  */
 import { Context } from '@temporalio/activity';
 import { ApplicationFailure } from '@temporalio/common';
@@ -10,6 +11,8 @@ import { runSample as solveAndScore } from '../eval/run-sample';
 import { sampleAt } from '../definition/samples';
 import { ErrorType } from '../errors';
 import { effectiveLimits } from '../eval/limits';
+import { runsAgain, type AttemptError } from '../eval/retries';
+import { DEFAULT_STUCK_AFTER_S, ProgressWatch, watchedModel, watchedSandbox } from '../eval/stuck';
 import type { SampleRecord } from '../logs/store';
 import { reapSandboxes } from '../sandbox/cleanup';
 import { withSandbox } from '../sandbox/docker';
@@ -44,10 +47,18 @@ export function createSampleActivities(deps: ActivityDeps) {
       const task = findTask(definition, input.task);
       const { sample, epoch } = sampleAt(task, input.index);
       const store = deps.logStore(input.logDir);
+      // The eval set's limits, carried from its launch, replace the task's own.
+      const limits = effectiveLimits(task.limits, input.limits);
+      const retries = input.retries ?? [];
+      // Progress, not liveness, decides whether the sample is stuck; the beats carry it.
+      const watch = new ProgressWatch(
+        (limits.stuck_after ?? DEFAULT_STUCK_AFTER_S) * 1000,
+        deps.now,
+      );
 
       // Beats until the task has the report too: a signal to a busy server can take longer than
       // the heartbeat timeout, and timing out then would run the sample again for nothing.
-      const heartbeat = setInterval(() => ctx.heartbeat(), HEARTBEAT_MS);
+      const heartbeat = setInterval(() => ctx.heartbeat(watch.note()), HEARTBEAT_MS);
       try {
         // An earlier attempt may have recorded the result and died before reporting it.
         const record =
@@ -59,22 +70,29 @@ export function createSampleActivities(deps: ActivityDeps) {
         });
       } finally {
         clearInterval(heartbeat);
+        watch.dispose();
       }
 
       async function solveAndRecord(): Promise<SampleRecord> {
         const startedAt = new Date(deps.now()).toISOString();
+        const signal = AbortSignal.any([ctx.cancellationSignal, watch.signal]);
+        const earlier = retries.length > 0 ? { error_retries: retries } : {};
         try {
           const sampleCtx: SampleContext = {
-            model: deps.model(task.model, task.modelArgs),
-            heartbeat: () => ctx.heartbeat(),
-            signal: ctx.cancellationSignal,
+            model: watchedModel(deps.model(task.model, task.modelArgs), watch),
+            heartbeat: () => watch.progress(),
+            signal,
           };
           const owner = { evalSet: definition.name, task: task.name, sampleId: sample.id, epoch };
-          // The eval set's limits, carried from its launch, replace the task's own.
-          const limits = effectiveLimits(task.limits, input.limits);
           const { state, score, limit } = task.sandbox
-            ? await inSandbox(task.sandbox, owner, ctx.cancellationSignal, (sandbox, signal) =>
-                solveAndScore(task, sample, epoch, { ...sampleCtx, sandbox, signal }, limits),
+            ? await inSandbox(task.sandbox, owner, signal, (sandbox, sandboxSignal) =>
+                solveAndScore(
+                  task,
+                  sample,
+                  epoch,
+                  { ...sampleCtx, sandbox: watchedSandbox(sandbox, watch), signal: sandboxSignal },
+                  limits,
+                ),
               )
             : await solveAndScore(task, sample, epoch, sampleCtx, limits);
           const record: SampleRecord = {
@@ -96,6 +114,7 @@ export function createSampleActivities(deps: ActivityDeps) {
             completed_at: new Date(deps.now()).toISOString(),
             worker: deps.worker,
             attempt: ctx.info.attempt,
+            ...earlier,
             ...(limit ? { limit } : {}),
           };
           await store.writeSample(record);
@@ -108,6 +127,7 @@ export function createSampleActivities(deps: ActivityDeps) {
             toFailure(err, ErrorType.sample),
             ctx.info.attempt,
           );
+          const failedAt = new Date(deps.now()).toISOString();
           await store
             .writeSampleError({
               version: 1,
@@ -120,12 +140,30 @@ export function createSampleActivities(deps: ActivityDeps) {
               ...(sample.metadata !== undefined ? { metadata: sample.metadata } : {}),
               error: failure.message,
               error_type: failure.type ?? undefined,
-              failed_at: new Date(deps.now()).toISOString(),
+              failed_at: failedAt,
               worker: deps.worker,
               attempt: ctx.info.attempt,
+              ...earlier,
             })
             .catch(() => undefined);
-          throw failure;
+          // Temporal retries what may heal in place (a crash, a capacity refusal); a failure of
+          // the sample itself may run again as a new attempt, which its workflow starts.
+          if (!failure.nonRetryable) throw failure;
+          const attempt: AttemptError = {
+            error: failure.message.slice(0, 500),
+            ...(failure.type ? { error_type: failure.type } : {}),
+            failed_at: failedAt,
+          };
+          if (!runsAgain(failure.type ?? undefined, retries, limits.retry_on_error ?? 0)) {
+            throw failure;
+          }
+          throw ApplicationFailure.create({
+            message: failure.message,
+            type: failure.type ?? undefined,
+            nonRetryable: true,
+            cause: failure.cause,
+            details: [{ runsAgain: attempt }],
+          });
         }
       }
     },

@@ -66,6 +66,15 @@ function parseCount(text: string): KnobText<number> {
     : { error: 'expected a positive integer' };
 }
 
+/** A count that may be 0: `retry_on_error: 0` turns an eval set's tasks' retries off. */
+function parseWhole(text: string): KnobText<number> {
+  const trimmed = text.trim();
+  const n = Number(trimmed);
+  return INTEGER.test(trimmed) && Number.isSafeInteger(n)
+    ? { value: n }
+    : { error: 'expected a whole number' };
+}
+
 function parseSeconds(text: string): KnobText<number> {
   const trimmed = text.trim();
   const seconds = Number(trimmed);
@@ -108,10 +117,12 @@ const seconds = (help: string, example: string): KnobMeta => ({
 });
 
 /**
- * The per-sample limits, with Inspect AI's names and meanings. A task sets them in its
- * definition; set for the whole eval set (the definition's top level, `_steward.yaml`, `STEWARD_*`
- * or a flag), a limit replaces the tasks' own, as `eval_set`'s arguments replace a task's in
- * Inspect. A sample that reaches one stops and is scored on what it has (`eval/limits.ts`).
+ * The per-sample limits and retries, with Inspect AI's names and meanings where Inspect has them.
+ * A task sets them in its definition; set for the whole eval set (the definition's top level,
+ * `_steward.yaml`, `STEWARD_*` or a flag), one replaces the tasks' own, as `eval_set`'s arguments
+ * replace a task's in Inspect. A sample that reaches a limit stops and is scored on what it has
+ * (`eval/limits.ts`); one that makes no progress for `stuck_after` is stuck (`eval/stuck.ts`); one
+ * that fails is run again up to `retry_on_error` times (`eval/retries.ts`).
  */
 export const limitsShape = {
   /** Seconds of wall clock from the start of the solvers. @default unlimited */
@@ -134,6 +145,26 @@ export const limitsShape = {
   message_limit: knob(positiveInt, count('stop a sample at this many messages', '50')),
   /** Tokens (input plus output) over the sample's model calls. @default unlimited */
   token_limit: knob(positiveInt, count('stop a sample after this many model tokens', '100000')),
+  /**
+   * Seconds without progress (a model call returning, a tool call starting or ending) after which
+   * a sample is stuck: it is cancelled and run again once on a fresh sandbox, then fails with
+   * `StewardSampleStuck`. Waits for a connection slot or a rate-limit backoff do not count.
+   * @default 1800
+   */
+  stuck_after: knob(
+    z.number().positive(),
+    seconds('a sample without progress this long is stuck (run again once, then failed)', '900'),
+  ),
+  /**
+   * Times a failed sample (solver, scorer or sandbox) is run again within the run, on a fresh
+   * sandbox, before it counts as errored. A model error that is fatal by class is not. @default 0
+   */
+  retry_on_error: knob(z.number().int().min(0).max(100), {
+    placeholder: '<n>',
+    help: 'run a failed sample again up to this many times before it counts as errored',
+    parse: parseWhole,
+    example: '2',
+  }),
 };
 
 export const sampleLimitsSchema = z.strictObject(limitsShape);

@@ -119,7 +119,11 @@ export interface TaskState {
 /** What solvers and scorers may use besides the state. */
 export interface SampleContext {
   model: Model;
-  /** Call at least every few seconds during long work so a dead worker is noticed quickly. */
+  /**
+   * Says the sample made progress. Model calls returning and sandbox commands starting or ending
+   * count on their own; a solver or scorer that works long without either calls this, or after
+   * `stuck_after` (30 minutes by default) the sample is stuck: cancelled and run again once.
+   */
   heartbeat(): void;
   signal: AbortSignal;
   /** The sample's own sandbox, when its task has one (up before the solvers, removed after the scorer). */

@@ -16,6 +16,7 @@ import { randomUUID } from 'node:crypto';
 import type { TaskIdentityRecord } from '../definition/identity';
 import type { ChatMessage, Score, TokenUsage } from '../definition/types';
 import type { SampleLimitHit } from '../eval/limits';
+import type { AttemptError } from '../eval/retries';
 import { ErrorType, ExitCode, StewardError } from '../errors';
 import type { EvalSetResult, RampHistoryEntry, TaskResult } from '../workflows/types';
 
@@ -45,6 +46,8 @@ export interface SampleRecord {
   attempt: number;
   /** The limit that stopped the sample (it was scored on what it had); absent when none did. */
   limit?: SampleLimitHit;
+  /** This run's earlier attempts, which failed and ran again (Inspect's `error_retries`). */
+  error_retries?: AttemptError[];
 }
 
 export interface SampleErrorRecord {
@@ -62,6 +65,8 @@ export interface SampleErrorRecord {
   failed_at: string;
   worker: { pid: number; host: string };
   attempt: number;
+  /** This run's earlier attempts, which failed and ran again (Inspect's `error_retries`). */
+  error_retries?: AttemptError[];
 }
 
 export interface TaskSummary extends TaskResult {

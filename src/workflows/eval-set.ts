@@ -49,6 +49,7 @@ import {
   setSamplesRampSignal,
   setSamplesRampUpdate,
   statusQuery,
+  counted,
   taskCounters,
   taskDoneSignal,
   taskWorkflowId,
@@ -130,6 +131,7 @@ export async function evalSet(raw: EvalSetInput): Promise<EvalSetResult> {
       in_flight: 0,
       waiting: 0,
       resumed: result.resumed,
+      ...counted(result),
       ramp_state: 'finished',
     });
   }

@@ -29,11 +29,13 @@ import {
   evalTaskStartSchema,
   parse,
   sampleDoneSchema,
+  sampleRetriedSchema,
   samplesDoneSchema,
   setLimitsSchema,
 } from './schemas';
 import {
   sampleDoneSignal,
+  sampleRetriedSignal,
   samplesDoneSignal,
   setLimitsSignal,
   taskDoneSignal,
@@ -172,6 +174,7 @@ async function runTask(input: EvalTaskInput): Promise<TaskResult> {
     else carry.errored++;
     if (done.errorType === ErrorType.networkPoolExhausted) carry.networkErrors++;
     if (done.limit) carry.limited = (carry.limited ?? 0) + 1;
+    if (done.errorType === ErrorType.stuck) carry.stuck = (carry.stuck ?? 0) + 1;
     changed = true;
   };
   // Samples handed over by the previous run. A report that reached the previous run after it
@@ -194,6 +197,13 @@ async function runTask(input: EvalTaskInput): Promise<TaskResult> {
     const parsed = parse(samplesDoneSchema, payload, samplesDoneSignal.name);
     if (!parsed.ok) return log.warn('signal refused', { message: parsed.message });
     for (const done of parsed.value.reports) take(done);
+  });
+  // A failed attempt that runs again (the sample stays in flight): counted, for status and the ramp.
+  setHandler(sampleRetriedSignal, (payload) => {
+    const parsed = parse(sampleRetriedSchema, payload, sampleRetriedSignal.name);
+    if (!parsed.ok) return log.warn('signal refused', { message: parsed.message });
+    carry.retries = (carry.retries ?? 0) + 1;
+    if (parsed.value.errorType === ErrorType.stuck) carry.stuck = (carry.stuck ?? 0) + 1;
   });
   setHandler(setLimitsSignal, (payload) => {
     const parsed = parse(setLimitsSchema, payload, setLimitsSignal.name);
@@ -221,6 +231,8 @@ async function runTask(input: EvalTaskInput): Promise<TaskResult> {
     runs: carry.runs,
     network_errors: carry.networkErrors,
     limited: carry.limited ?? 0,
+    stuck: carry.stuck ?? 0,
+    retries: carry.retries ?? 0,
     connection_limit: connectionLimit,
     // The ramp's view belongs to the eval set, which tends this task.
     rate_limit_episodes: 0,
@@ -313,6 +325,8 @@ async function runTask(input: EvalTaskInput): Promise<TaskResult> {
       errored: carry.errored,
       resumed: carry.resumed,
       limited: carry.limited ?? 0,
+      stuck: carry.stuck ?? 0,
+      retries: carry.retries ?? 0,
       metrics,
     };
   }, cancelled);

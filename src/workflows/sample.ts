@@ -5,7 +5,8 @@
  * keeps the task's history to about one event per sample (the report), where a child costs four.
  *
  * Cancelled (by its task's cancellation, or by hand), it ends only once its activity has torn its
- * sandbox down, and tells its task, so that a task still running does not wait for it.
+ * sandbox down, and tells its task, so that a task still running does not wait for it. A failed
+ * attempt that runs again (stuck, or `retry_on_error`) is another activity call: a fresh sandbox.
  */
 import {
   ActivityCancellationType,
@@ -18,9 +19,10 @@ import {
 } from '@temporalio/workflow';
 import type { SampleActivities } from '../activities/sample';
 import { ErrorType } from '../errors';
-import { badInput, failureCause } from './failures';
+import type { AttemptError } from '../eval/retries';
+import { badInput, failureCause, innermostApplicationFailure } from './failures';
 import { parse, sampleStartSchema } from './schemas';
-import { sampleDoneSignal, type SampleDone, type SampleInput } from './types';
+import { sampleDoneSignal, sampleRetriedSignal, type SampleDone, type SampleInput } from './types';
 
 const options: ActivityOptions = {
   // A sample may make many slow model calls; liveness comes from the heartbeat, not from this.
@@ -46,36 +48,70 @@ const { runSample } = proxyActivities<SampleActivities>({
   cancellationType: ActivityCancellationType.WAIT_CANCELLATION_COMPLETED,
 });
 
-/** Runs the sample; its activity reports success to the task, this reports a failure. */
+/** Samples started before in-run retries report a failed attempt as final. */
+export const SAMPLE_RETRY_PATCH = 'sample-runs-again';
+
+/**
+ * Runs the sample; its activity reports success to the task, this reports a failure. An attempt
+ * that fails and that its activity says runs again (stuck, or within `retry_on_error`: see
+ * `eval/retries.ts`) is run again, on a fresh sandbox, and the task is told so it can count it.
+ */
 export async function sampleWorkflow(input: SampleInput): Promise<SampleDone> {
   const parsed = parse(sampleStartSchema, input, 'sampleWorkflow input');
   if (!parsed.ok) throw badInput(parsed.message);
   const waits = patched(SAMPLE_CANCEL_PATCH);
-  try {
-    await (waits ? runSample : runSampleNoWait)(input);
-    return { index: input.index, ok: true };
-  } catch (err) {
-    if (waits && isCancellation(err)) {
+  const retries: AttemptError[] = [...(input.retries ?? [])];
+  for (;;) {
+    try {
+      await (waits ? runSample : runSampleNoWait)(
+        retries.length > 0 ? { ...input, retries } : input,
+      );
+      return { index: input.index, ok: true };
+    } catch (err) {
+      if (waits && isCancellation(err)) {
+        const done = {
+          index: input.index,
+          ok: false,
+          error: 'cancelled',
+          errorType: ErrorType.cancelled,
+        };
+        // A task that is gone (terminated, or cancelled and closed) is not waiting for the report.
+        await CancellationScope.nonCancellable(() => tellTask(input, done).catch(() => undefined));
+        throw err;
+      }
+      // Asked only on a failure, so a sample that succeeds records no marker for it.
+      const again = attemptRunsAgain(err);
+      if (again && patched(SAMPLE_RETRY_PATCH)) {
+        retries.push(again);
+        const retried = {
+          index: input.index,
+          attempt: retries.length,
+          ...(again.error_type ? { errorType: again.error_type } : {}),
+        };
+        await getExternalWorkflowHandle(input.parentId)
+          .signal(sampleRetriedSignal, retried)
+          // A count only: a task that is gone has no use for it, and the sample goes on.
+          .catch(() => undefined);
+        continue;
+      }
+      const cause = failureCause(err);
       const done = {
         index: input.index,
         ok: false,
-        error: 'cancelled',
-        errorType: ErrorType.cancelled,
+        error: cause.message.slice(0, 500),
+        errorType: cause.type,
       };
-      // A task that is gone (terminated, or cancelled and closed) is not waiting for the report.
-      await CancellationScope.nonCancellable(() => tellTask(input, done).catch(() => undefined));
-      throw err;
+      await tellTask(input, done);
+      return done;
     }
-    const cause = failureCause(err);
-    const done = {
-      index: input.index,
-      ok: false,
-      error: cause.message.slice(0, 500),
-      errorType: cause.type,
-    };
-    await tellTask(input, done);
-    return done;
   }
+}
+
+/** The failed attempt, when the sample's activity said it runs again. */
+function attemptRunsAgain(err: unknown): AttemptError | undefined {
+  const details = innermostApplicationFailure(err)?.details;
+  const again = (details?.[0] as { runsAgain?: AttemptError } | undefined)?.runsAgain;
+  return again && typeof again.error === 'string' ? again : undefined;
 }
 
 function tellTask(input: SampleInput, done: SampleDone): Promise<void> {

@@ -97,6 +97,14 @@ export const sampleDoneSchema = z.lazy(() =>
   }),
 );
 
+export const sampleRetriedSchema = z.lazy(() =>
+  z.strictObject({
+    index: count,
+    attempt: count,
+    errorType: z.string().max(200).optional(),
+  }),
+);
+
 /** The most reports one `samplesDone` signal carries (src/activities/report-batcher.ts). */
 export const MAX_REPORTS_PER_SIGNAL = 1_000;
 
@@ -151,6 +159,17 @@ export const sampleStartSchema = z.lazy(() =>
     parentId: z.string().min(1),
     chain: z.string().min(1),
     limits: sampleLimits.optional(),
+    // One per failed attempt run again: `retry_on_error` (at most 100) and one stuck retry.
+    retries: z
+      .array(
+        z.looseObject({
+          error: z.string().max(10_000),
+          error_type: z.string().max(200).optional(),
+          failed_at: z.string(),
+        }),
+      )
+      .max(101)
+      .optional(),
   }),
 );
 
@@ -204,6 +223,8 @@ const taskStatusSchema = z.lazy(() =>
     runs: count,
     network_errors: count,
     limited: count.optional(),
+    stuck: count.optional(),
+    retries: count.optional(),
     connection_limit: count.nullable(),
     rate_limit_episodes: count,
     ramp_state: z.string(),

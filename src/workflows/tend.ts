@@ -128,6 +128,7 @@ export class Tender {
 
   /** Decides a tend from the window just ended; returns the tasks whose limits changed. */
   tend(now: number): string[] {
+    for (const task of this.tasks.values()) this.logStuck(task, now);
     const running = this.running();
     const plan = decideTend({
       settings: this.state.settings,
@@ -151,6 +152,7 @@ export class Tender {
       task.status.ramp_reason = decided.ramp.reason;
       task.status.rate_limit_episodes = task.workers.rateLimitEpisodes;
       task.seen = {
+        ...task.seen,
         saturations: task.status.saturations,
         errored: task.status.errored,
         networkErrors: task.status.network_errors,
@@ -452,6 +454,25 @@ export class Tender {
       });
     }
     return [...touched];
+  }
+
+  /** Writes the task's stuck attempts found since the last tend to the history, if any. */
+  private logStuck(task: TendedTask, now: number): void {
+    const seen = task.seen.stuck ?? 0;
+    const stuck = task.status.stuck ?? 0;
+    if (stuck <= seen) return;
+    task.seen.stuck = stuck;
+    const n = stuck - seen;
+    this.log({
+      time: now,
+      task: task.plan.name,
+      kind: 'stuck',
+      from: seen,
+      to: stuck,
+      reason:
+        `${n} ${n === 1 ? 'sample' : 'samples'} made no progress for stuck_after: ` +
+        'cancelled, and run again once on a fresh sandbox, then failed (StewardSampleStuck)',
+    });
   }
 
   private log(entry: Omit<RampHistoryEntry, 'time'> & { time: number }): void {

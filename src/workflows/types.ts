@@ -11,6 +11,7 @@ import type { IndexRanges } from '../core/ranges';
 import type { ConcurrencySettings } from '../definition/types';
 import type { SampleLimits } from '../config/knobs';
 import type { SampleLimitType } from '../eval/limits';
+import type { AttemptError } from '../eval/retries';
 import type { TaskMetrics } from '../eval/metrics';
 
 /** Input of the `evalSet` workflow (task queue `steward`, id `steward-<name>`). */
@@ -59,7 +60,8 @@ export interface TendedTask {
   status: TaskStatus;
   ramp: TaskRampState;
   /** Cumulative counters at the previous tend, to diff into a window. */
-  seen: { saturations: number; errored: number; networkErrors: number };
+  /** `stuck`: the count last written to the ramp history (absent in states from before it). */
+  seen: { saturations: number; errored: number; networkErrors: number; stuck?: number };
   workers: WorkerWindow;
 }
 
@@ -171,6 +173,9 @@ export interface EvalTaskCarry {
   networkErrors: number;
   /** Samples stopped by a limit (absent in carries from before limits). */
   limited?: number;
+  /** Attempts found stuck, and attempts run again within the run (absent from older carries). */
+  stuck?: number;
+  retries?: number;
   runs: number;
 }
 
@@ -189,6 +194,16 @@ export interface SampleInput {
   chain: string;
   /** The eval set's sample limits, as its launch resolved them (absent: none, or an older run). */
   limits?: SampleLimits;
+  /** This run's failed attempts of the sample so far, oldest first (absent: this is the first). */
+  retries?: AttemptError[];
+}
+
+/** A sample's failed attempt that is run again: the sample's workflow tells its task. */
+export interface SampleRetried {
+  index: number;
+  /** The attempt that failed, from 1. */
+  attempt: number;
+  errorType?: string;
 }
 
 /** What a sample reports back to its task: ids and a small summary only. */
@@ -231,6 +246,12 @@ export interface TaskStatus {
   network_errors: number;
   /** Samples stopped by a limit and scored on what they had (absent from older runs). */
   limited?: number;
+  /**
+   * Attempts found stuck (no progress for `stuck_after`), each retried once or failed, and failed
+   * attempts run again within the run (cumulative; absent from older runs).
+   */
+  stuck?: number;
+  retries?: number;
   /** Model-connection ceiling sent to the task's workers. */
   connection_limit: number | null;
   /** Rate-limit episodes the task's workers reported in the last window. */
@@ -245,10 +266,17 @@ export function taskCounters(status: TaskStatus) {
   const { completed, errored, in_flight, waiting, saturations, runs, network_errors, resumed } =
     status;
   const counters = { completed, errored, in_flight, waiting, saturations, runs, network_errors };
-  // A task run from before limits reports none: keep what is known rather than write undefined.
-  return status.limited === undefined
-    ? { ...counters, resumed }
-    : { ...counters, resumed, limited: status.limited };
+  return { ...counters, resumed, ...counted(status) };
+}
+
+/**
+ * The counts a task added later (limits, stuck attempts, retries) that it reports: a task run
+ * from before one reports none, and what is known is kept rather than overwritten by undefined.
+ */
+export function counted(counts: Pick<TaskStatus, 'limited' | 'stuck' | 'retries'>) {
+  const { limited, stuck, retries } = counts;
+  const known = Object.entries({ limited, stuck, retries }).filter(([, n]) => n !== undefined);
+  return Object.fromEntries(known) as Pick<TaskStatus, 'limited' | 'stuck' | 'retries'>;
 }
 
 /** One entry of the ramp history: a setpoint or ceiling change, a hold, a resume, a new range. */
@@ -260,7 +288,8 @@ export interface RampHistoryEntry {
   /** For a move of a provider account's ceiling: the account (never a secret). */
   account?: string;
   /** `refused`: a steering signal that did not parse or could not apply (the reason says why). */
-  kind: 'setpoint' | 'connections' | 'hold' | 'resume' | 'range' | 'refused';
+  /** `stuck`: samples of the task found stuck since the last entry (`from`, `to`: the counts). */
+  kind: 'setpoint' | 'connections' | 'hold' | 'resume' | 'range' | 'refused' | 'stuck';
   from: number | null;
   to: number | null;
   reason: string;
@@ -357,6 +386,9 @@ export interface TaskResult {
   resumed: number;
   /** Samples of this run stopped by a limit, scored on what they had (absent from older runs). */
   limited?: number;
+  /** Attempts of this run found stuck, and run again (absent from older runs). */
+  stuck?: number;
+  retries?: number;
   metrics: TaskMetrics | null;
 }
 
@@ -407,6 +439,7 @@ export interface SteeringAnswer {
 
 export const sampleDoneSignal = defineSignal<[SampleDone]>('sampleDone');
 export const samplesDoneSignal = defineSignal<[SamplesDone]>('samplesDone');
+export const sampleRetriedSignal = defineSignal<[SampleRetried]>('sampleRetried');
 export const taskDoneSignal = defineSignal<[TaskDone]>('taskDone');
 export const setLimitsSignal =
   defineSignal<[{ setpoint: number; connectionLimit: number | null }]>('setLimits');

@@ -114,18 +114,18 @@ export function buildInspectLog(source: TaskLogSource): InspectLog {
   // earlier attempt, before the record removed it).
   const done = new Set(source.samples.map((s) => key(s.sample_id, s.epoch)));
   const failed = source.errors.filter((e) => !done.has(key(e.sample_id, e.epoch)));
-  const samples: Array<{ sample: InspectSample; attempt: number }> = [
-    ...source.samples.map((r) => ({ sample: completedSample(r, evalId), attempt: r.attempt })),
-    ...failed.map((e) => ({ sample: erroredSample(e, identity.model, evalId), attempt: e.attempt })),
-  ].sort((a, b) => compareSamples(a.sample, b.sample));
-  const summaries = samples.map(({ sample, attempt }) => sampleSummary(sample, attempt));
+  const samples: InspectSample[] = [
+    ...source.samples.map((r) => completedSample(r, evalId)),
+    ...failed.map((e) => erroredSample(e, identity.model, evalId)),
+  ].sort(compareSamples);
+  const summaries = samples.map(sampleSummary);
   const sampleIds =
-    source.sampleIds ?? [...new Set(samples.filter((s) => s.sample.epoch === 1).map((s) => s.sample.id))];
+    source.sampleIds ?? [...new Set(samples.filter((s) => s.epoch === 1).map((s) => s.id))];
   const spec = evalSpec(source, tid, evalId, scorer, sampleIds, scoring);
 
   const entries: ZipEntry[] = [
     { name: '_journal/start.json', json: { version: INSPECT_LOG_VERSION, eval: spec, plan } },
-    ...samples.map(({ sample }) => ({ name: sampleEntryName(sample.id, sample.epoch), json: sample })),
+    ...samples.map((sample) => ({ name: sampleEntryName(sample.id, sample.epoch), json: sample })),
     { name: '_journal/summaries/1.json', json: summaries },
   ];
   const status = statusOf(source);

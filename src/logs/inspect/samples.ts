@@ -7,6 +7,7 @@
 import { createHash } from 'node:crypto';
 import type { ChatMessage, ScoreValue, TokenUsage } from '../../definition/types';
 import type { SampleErrorRecord, SampleRecord } from '../store';
+import type { AttemptError } from '../../eval/retries';
 
 const BASE62 = '0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz';
 
@@ -83,7 +84,7 @@ export interface InspectSample {
   working_time: number | null;
   uuid: string;
   error: InspectError | null;
-  error_retries: [];
+  error_retries: InspectError[];
   attachments: Record<string, string>;
   /** Inspect's `EvalSampleLimit`: the limit that stopped the sample, and its value. */
   limit: { type: string; limit: number } | null;
@@ -148,7 +149,7 @@ export function completedSample(record: SampleRecord, evalId: string): InspectSa
     working_time: totalTime,
     uuid: shortId(`${seed}:uuid`),
     error: null,
-    error_retries: [],
+    error_retries: retriedErrors(record.error_retries),
     attachments: {},
     limit: record.limit ? { type: record.limit.type, limit: record.limit.limit } : null,
   };
@@ -185,14 +186,26 @@ export function erroredSample(record: SampleErrorRecord, model: string, evalId: 
       traceback: `${type}${record.error}\n(attempt ${record.attempt} on ${record.worker.host}, pid ${record.worker.pid})`,
       traceback_ansi: `${type}${record.error}`,
     },
-    error_retries: [],
+    error_retries: retriedErrors(record.error_retries),
     attachments: {},
     limit: null,
   };
 }
 
+/** A sample's earlier attempts in this run, which failed and ran again, as Inspect keeps them. */
+function retriedErrors(attempts: AttemptError[] = []): InspectError[] {
+  return attempts.map((attempt) => {
+    const type = attempt.error_type ? `${attempt.error_type}: ` : '';
+    return {
+      message: attempt.error,
+      traceback: `${type}${attempt.error}\n(failed at ${attempt.failed_at}; run again)`,
+      traceback_ansi: `${type}${attempt.error}`,
+    };
+  });
+}
+
 /** The summary Inspect keeps of each sample (`summaries.json`, the journal's summaries). */
-export function sampleSummary(sample: InspectSample, attempt: number): InspectSampleSummary {
+export function sampleSummary(sample: InspectSample): InspectSampleSummary {
   return {
     id: sample.id,
     epoch: sample.epoch,
@@ -207,7 +220,7 @@ export function sampleSummary(sample: InspectSample, attempt: number): InspectSa
     working_time: sample.working_time,
     uuid: sample.uuid,
     error: sample.error?.message ?? null,
-    retries: Math.max(0, attempt - 1),
+    retries: sample.error_retries.length,
     completed: true,
     message_count: sample.messages.length,
     limit: sample.limit?.type ?? null,
