@@ -106,8 +106,9 @@ describe('the README quick start', () => {
     started = !wasRunning;
     expect(run.stderr).not.toContain('internal error');
     expect(run.code).toBe(0);
-    // The table README shows: samples, completed, errored, limited, reducer, accuracy, stderr.
-    expect(run.stdout).toMatch(/arithmetic\s+40\s+40\s+0\s+0\s+mean\s+1\.000\s+0\.000/);
-    expect(run.stdout).toMatch(/capitals\s+40\s+40\s+0\s+0\s+mean\s+1\.000\s+0\.000/);
+    // The table README shows: samples, completed, errored, limited, stuck, retries, reducer,
+    // accuracy, stderr.
+    expect(run.stdout).toMatch(/arithmetic\s+40\s+40\s+0\s+0\s+0\s+0\s+mean\s+1\.000\s+0\.000/);
+    expect(run.stdout).toMatch(/capitals\s+40\s+40\s+0\s+0\s+0\s+0\s+mean\s+1\.000\s+0\.000/);
   });
 });

@@ -71,9 +71,9 @@ describe('reducers and metrics named in a definition', () => {
     const again = await runCli(['launch', file, '--log-dir', logDir]);
     expect(again.code).toBe(0);
     expect(again.stdout).toMatch(
-      /task\s+samples\s+completed\s+errored\s+limited\s+reducer\s+accuracy\s+std/,
+      /task\s+samples\s+completed\s+errored\s+limited\s+stuck\s+retries\s+reducer\s+accuracy\s+std/,
     );
-    expect(again.stdout).toMatch(/answers\s+8\s+8\s+0\s+0\s+pass_at_2\s+0\.500\s+0\.577/);
+    expect(again.stdout).toMatch(/answers\s+8\s+8\s+0\s+0\s+0\s+0\s+pass_at_2\s+0\.500\s+0\.577/);
     expect(again.stdout).toMatch(/\n\s+mean\s+0\.500\s+0\.577/);
 
     const read = readLog();

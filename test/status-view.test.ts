@@ -373,6 +373,8 @@ describe('status with no worker answering', () => {
       '21/100',
       '0',
       '0',
+      '0',
+      '0',
       '20',
       '0',
       'pinned',

@@ -28,7 +28,17 @@ export function resultTable(result: EvalSetResult): string {
   const metrics = [
     ...new Set(result.tasks.flatMap((t) => scoresOf(t).flatMap((s) => Object.keys(s.metrics)))),
   ] as MetricName[];
-  const header = ['task', 'samples', 'completed', 'errored', 'limited', 'reducer', ...metrics];
+  const header = [
+    'task',
+    'samples',
+    'completed',
+    'errored',
+    'limited',
+    'stuck',
+    'retries',
+    'reducer',
+    ...metrics,
+  ];
   const rows = result.tasks.flatMap((t) => {
     const counts = [
       t.name,
@@ -36,6 +46,8 @@ export function resultTable(result: EvalSetResult): string {
       String(t.completed),
       String(t.errored),
       String(t.limited ?? 0),
+      String(t.stuck ?? 0),
+      String(t.retries ?? 0),
     ];
     const scores = scoresOf(t);
     if (scores.length === 0) return [[...counts, '-', ...metrics.map(() => '-')]];
@@ -72,6 +84,8 @@ export function resultJson(result: EvalSetResult): unknown {
       errored: t.errored,
       resumed: t.resumed,
       limited: t.limited ?? 0,
+      stuck: t.stuck ?? 0,
+      retries: t.retries ?? 0,
       metrics: t.metrics,
     })),
   };

@@ -134,6 +134,8 @@ export async function evalSet(raw: EvalSetInput): Promise<EvalSetResult> {
       ...counted(result),
       ramp_state: 'finished',
     });
+    // Its last stuck attempts reach the history even if it ended between two tends.
+    tender!.noteStuck(done.task, Date.now());
   }
 
   setHandler(statusQuery, () => {

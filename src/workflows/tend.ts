@@ -128,7 +128,7 @@ export class Tender {
 
   /** Decides a tend from the window just ended; returns the tasks whose limits changed. */
   tend(now: number): string[] {
-    for (const task of this.tasks.values()) this.logStuck(task, now);
+    for (const name of this.tasks.keys()) this.noteStuck(name, now);
     const running = this.running();
     const plan = decideTend({
       settings: this.state.settings,
@@ -456,8 +456,9 @@ export class Tender {
     return [...touched];
   }
 
-  /** Writes the task's stuck attempts found since the last tend to the history, if any. */
-  private logStuck(task: TendedTask, now: number): void {
+  /** Writes the task's stuck attempts counted since the last note to the history, if any. */
+  noteStuck(name: string, now: number): void {
+    const task = this.tasks.get(name)!;
     const seen = task.seen.stuck ?? 0;
     const stuck = task.status.stuck ?? 0;
     if (stuck <= seen) return;

@@ -46,6 +46,7 @@ def sample_view(sample):
         "completed_at": sample.completed_at,
         "total_time": sample.total_time,
         "error": sample.error.message if sample.error else None,
+        "error_retries": [e.message for e in sample.error_retries or []],
         "limit": {"type": sample.limit.type, "limit": sample.limit.limit}
         if sample.limit
         else None,
