@@ -471,8 +471,8 @@ export class Tender {
       from: seen,
       to: stuck,
       reason:
-        `${n} ${n === 1 ? 'sample' : 'samples'} made no progress for stuck_after: ` +
-        'cancelled, and run again once on a fresh sandbox, then failed (StewardSampleStuck)',
+        `${n} ${n === 1 ? 'attempt' : 'attempts'} of its samples made no progress for stuck_after: ` +
+        "a sample's first stuck attempt runs again on a fresh sandbox, its second fails (StewardSampleStuck)",
     });
   }
 
