@@ -125,6 +125,10 @@ export class Fleet {
     const child = spawn(process.execPath, [this.options.script], {
       env: { ...(this.options.env ?? process.env), [WORKER_CONFIG_ENV]: JSON.stringify(config) },
       stdio: ['ignore', 'pipe', 'pipe'],
+      // Its own process group: a terminal's Ctrl-C reaches the launch alone, which decides what
+      // its workers do (a cancellation the user confirms runs on them). They stop when the fleet
+      // says so, or when they see it gone (task-worker.ts).
+      detached: true,
     });
     child.stdout.pipe(log, { end: false });
     child.stderr.pipe(log, { end: false });

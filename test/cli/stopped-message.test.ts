@@ -27,4 +27,11 @@ describe('what a stopped launch says is left running', () => {
     );
     expect(said).toContain('`steward status e` shows whether workers still answer');
   });
+
+  test('stopped while a cancellation it asked for runs: the next workers finish it', () => {
+    const said = stoppedMessage({ evalSet: 'e', reattached: false, cancelling: true });
+    expect(said).toContain('the cancellation of eval set e stays requested in Temporal');
+    expect(said).toContain('the workers of the next `steward launch`');
+    expect(said).not.toContain('resume');
+  });
 });

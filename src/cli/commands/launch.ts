@@ -43,6 +43,7 @@ import {
   type EvalSetResult,
 } from '../../workflows/types';
 import type { evalSet } from '../../workflows';
+import { confirm } from '../confirm';
 import { createProgress } from '../progress';
 import { checkDocker, sandboxDemand } from './docker';
 import { resultJson, resultTable } from '../table';
@@ -158,6 +159,9 @@ export async function launchCommand(file: string, opts: LaunchOptions): Promise<
   });
 }
 
+/** What stops a launch before its eval set ends: a signal, or the death of the process it ran under. */
+type Interruption = 'SIGINT' | 'SIGTERM' | 'orphaned';
+
 async function watch(
   client: Client,
   handle: WorkflowHandle<typeof evalSet>,
@@ -165,15 +169,23 @@ async function watch(
   opts: LaunchOptions & { rampFromFile: boolean; evalSet: string; reattached: boolean },
 ): Promise<number> {
   const stop = new AbortController();
-  let unwatchLineage = (): void => undefined;
-  const interrupted = new Promise<'interrupted'>((resolve) => {
-    const onSignal = (): void => resolve('interrupted');
-    process.once('SIGINT', onSignal);
-    process.once('SIGTERM', onSignal);
-    // The process this launch was started under died (SIGKILL included): the fleet it runs
-    // must not outlive it unseen.
-    unwatchLineage = watchLineage(onSignal);
-  });
+  // An interruption settles the promise `interruption()` made last; a second one, the next.
+  let interrupt: (why: Interruption) => void = () => undefined;
+  const interruption = (): Promise<Interruption> => new Promise((resolve) => (interrupt = resolve));
+  const interrupted = interruption();
+  const onSigint = (): void => interrupt('SIGINT');
+  const onSigterm = (): void => interrupt('SIGTERM');
+  process.on('SIGINT', onSigint);
+  process.on('SIGTERM', onSigterm);
+  // The process this launch was started under died (SIGKILL included): the fleet it runs
+  // must not outlive it unseen.
+  const unwatchLineage = watchLineage(() => interrupt('orphaned'));
+  // Once the launch stops, a further Ctrl-C ends it at once.
+  const unlisten = (): void => {
+    process.off('SIGINT', onSigint);
+    process.off('SIGTERM', onSigterm);
+    unwatchLineage();
+  };
   const supervisor = runSupervisor({
     client,
     temporal,
@@ -200,19 +212,50 @@ async function watch(
   }, PROGRESS_MS);
 
   try {
-    const outcome = await Promise.race([
-      // The fleet rides out a Temporal restart (its workers reconnect), and so does this wait.
-      resultAcrossOutages(handle, {
-        onLost: (err) =>
-          progress.log(
-            `lost Temporal at ${temporal.address} (${innermostCause(err).message}); waiting for it to come back`,
-          ),
-        onBack: () => progress.log(`Temporal at ${temporal.address} answers again`),
-      }),
-      interrupted,
-      supervisor.then(() => 'stopped' as const),
-    ]);
-    if (outcome === 'interrupted' || outcome === 'stopped') {
+    // The fleet rides out a Temporal restart (its workers reconnect), and so does this wait.
+    const result = resultAcrossOutages(handle, {
+      onLost: (err) =>
+        progress.log(
+          `lost Temporal at ${temporal.address} (${innermostCause(err).message}); waiting for it to come back`,
+        ),
+      onBack: () => progress.log(`Temporal at ${temporal.address} answers again`),
+    });
+    const fleetStopped = supervisor.then(() => 'stopped' as const);
+    let outcome = await Promise.race([result, interrupted, fleetStopped]);
+    let cancelling = false;
+    // Ctrl-C at a terminal asks whether to cancel the eval set; the fleet runs on meanwhile, and
+    // through a confirmed cancellation, whose samples remove their sandboxes on it.
+    if (outcome === 'SIGINT' && process.stdin.isTTY) {
+      progress.stop();
+      const again = interruption();
+      const asking = new AbortController();
+      void again.then(() => asking.abort());
+      cancelling = await confirm(
+        `\nCancel eval set ${opts.evalSet}? Its samples stop and their sandboxes are removed; ` +
+          'results so far are kept, and launching again runs the rest. [y/N] ',
+        process.stdin,
+        process.stderr,
+        asking.signal,
+      );
+      if (cancelling) {
+        const requested = handle.cancel().then(
+          () =>
+            process.stderr.write(
+              `cancelling eval set ${opts.evalSet}: waiting for its samples to stop and remove ` +
+                'their sandboxes (Ctrl-C again stops waiting; the cancellation stays requested)\n',
+            ),
+          (err: Error) => {
+            cancelling = false;
+            process.stderr.write(
+              `could not cancel eval set ${opts.evalSet}: ${innermostCause(err).message}\n`,
+            );
+          },
+        );
+        outcome = await Promise.race([requested.then(() => result), again, fleetStopped]);
+      }
+    }
+    if (typeof outcome === 'string') {
+      unlisten();
       // Stopping the fleet waits for its workers; it must not keep a stopped launch alive.
       setTimeout(() => process.exit(130), STOP_DEADLINE_MS).unref();
       progress.stop();
@@ -222,6 +265,7 @@ async function watch(
         `\n${stoppedMessage({
           evalSet: opts.evalSet,
           reattached: opts.reattached,
+          cancelling,
           detached:
             detachedPid === undefined
               ? undefined
@@ -291,7 +335,7 @@ async function watch(
         : ExitCode.usage;
     throw new StewardError(`eval set failed: ${cause.message}`, code);
   } finally {
-    unwatchLineage();
+    unlisten();
     unwatch();
     clearInterval(ticker);
     stop.abort();
@@ -302,14 +346,21 @@ async function watch(
 /**
  * What a stopped launch says is left running and how to stop it. Stopping a launch stops its own
  * fleet; the eval set's workflow lives on in Temporal, and a fleet `launch --detach` started
- * before this launch re-attached goes on running its samples.
+ * before this launch re-attached goes on running its samples. A cancellation the user confirmed
+ * before stopping stays requested: whichever workers serve the eval set next carry it out.
  */
 export function stoppedMessage(stopped: {
   evalSet: string;
   reattached: boolean;
+  cancelling?: boolean;
   detached?: { pid: number; log: string };
 }): string {
   const { evalSet, detached } = stopped;
+  if (stopped.cancelling)
+    return (
+      `stopped this launch's workers; the cancellation of eval set ${evalSet} stays requested in Temporal, ` +
+      'and the workers of the next `steward launch` (or any serving it) finish it: its samples stop and remove their sandboxes.'
+    );
   if (detached)
     return [
       `stopped this launch's workers, but eval set ${evalSet} keeps running: the workers \`steward launch --detach\` started (pid ${detached.pid}, log ${detached.log}) go on running its samples.`,
