@@ -19,24 +19,11 @@ import { Client, Connection } from '@temporalio/client';
 import { parse, stringify } from 'yaml';
 import { loadDefinitionFiles, writeSnapshot } from '../src/loader/snapshot';
 import type { EvalSetInput, EvalSetResult } from '../src/workflows/types';
-import {
-  STEWARD_BIN,
-  runCli,
-  tempDir,
-  uniqueName,
-  writeEvalSet,
-  type CliResult,
-} from './helpers/cli';
+import { expectExit, runCli, STEWARD_BIN, tempDir, uniqueName, writeEvalSet } from './helpers/cli';
 import { waitFor, within } from './helpers/processes';
 import { readSampleRecords } from './helpers/results';
 
 const CLI_TIMEOUT_MS = 240_000;
-
-function expectExit(result: CliResult, code: number): void {
-  if (result.code !== code) {
-    throw new Error(`steward exited ${result.code}, expected ${code}; stderr:\n${result.stderr}`);
-  }
-}
 
 /** What `steward status <name>` prints in the second fleet's environment. */
 async function statusLine(name: string, env: NodeJS.ProcessEnv, cwd: string): Promise<string> {

@@ -21,14 +21,7 @@ import type { SampleErrorRecord } from '../src/logs/store';
 import { BUSYBOX_IMAGE, ensureBusyboxImage } from '../src/sandbox/image';
 import { evalSetWorkflowId, taskQueueFor } from '../src/workflows/types';
 import { requireDocker } from './fixtures/docker/docker';
-import {
-  STEWARD_BIN,
-  runCli,
-  tempDir,
-  uniqueName,
-  writeEvalSet,
-  type CliResult,
-} from './helpers/cli';
+import { expectExit, runCli, STEWARD_BIN, tempDir, uniqueName, writeEvalSet } from './helpers/cli';
 import { readSampleRecords } from './helpers/results';
 import {
   sampleInput,
@@ -49,12 +42,6 @@ const OUTAGE_MS = 25_000;
 const CLI_TIMEOUT_MS = 180_000;
 
 /** Fails with the command's stderr when it exited otherwise than expected. */
-function expectExit(result: CliResult, code: number): void {
-  if (result.code !== code) {
-    throw new Error(`steward exited ${result.code}, expected ${code}; stderr:\n${result.stderr}`);
-  }
-}
-
 /** A sim-provider eval set whose sample inputs name their samples; returns the yaml's path. */
 async function writeSimEvalSet(
   dir: string,

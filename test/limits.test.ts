@@ -16,7 +16,15 @@ import { BUSYBOX_IMAGE, ensureBusyboxImage } from '../src/sandbox/image';
 import { startSimProvider, type SimProvider } from '../src/sim/provider';
 import { completionBody, promptTokens, type SimScript } from '../src/sim/script';
 import { leftovers, requireDocker } from './fixtures/docker/docker';
-import { REPO_ROOT, runCli, runCommand, tempDir, uniqueName, type CliResult } from './helpers/cli';
+import {
+  expectExit,
+  REPO_ROOT,
+  runCli,
+  runCommand,
+  tempDir,
+  uniqueName,
+  type CliResult,
+} from './helpers/cli';
 import { readSampleRecords } from './helpers/results';
 
 const PYTHON =
@@ -95,12 +103,6 @@ async function writeEvalSet(
     }),
   );
   return file;
-}
-
-function expectExit(result: CliResult, code: number): void {
-  if (result.code !== code) {
-    throw new Error(`steward exited ${result.code}, expected ${code}; stderr:\n${result.stderr}`);
-  }
 }
 
 const seconds = (record: SampleRecord): number =>

@@ -11,19 +11,13 @@ import { Client, Connection } from '@temporalio/client';
 import { parse, stringify } from 'yaml';
 import { SNAPSHOTS_DIR } from '../src/loader/snapshot';
 import { evalSetWorkflowId } from '../src/workflows/types';
-import { runCli, tempDir, uniqueName, writeEvalSet, type CliResult } from './helpers/cli';
+import { expectExit, runCli, tempDir, uniqueName, writeEvalSet } from './helpers/cli';
 import { readSampleRecords } from './helpers/results';
 
 const SAMPLES = 6;
 const CLI_TIMEOUT_MS = 180_000;
 /** A provider account the refused launches name; nothing is ever sent to it. */
 const SIM_ENV = { SIM_BASE_URL: 'http://127.0.0.1:9/v1', SIM_API_KEY: 'unused' };
-
-function expectExit(result: CliResult, code: number): void {
-  if (result.code !== code) {
-    throw new Error(`steward exited ${result.code}, expected ${code}; stderr:\n${result.stderr}`);
-  }
-}
 
 /** sha256 of a dataset's samples as the identity takes it: canonical JSON, one a line. */
 function datasetSha(lines: string[]): string {

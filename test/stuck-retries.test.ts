@@ -21,7 +21,15 @@ import { startSimProvider, type SimProvider } from '../src/sim/provider';
 import type { SimScript } from '../src/sim/script';
 import type { RampHistoryEntry } from '../src/workflows/types';
 import { leftovers, requireDocker } from './fixtures/docker/docker';
-import { REPO_ROOT, runCli, runCommand, tempDir, uniqueName, type CliResult } from './helpers/cli';
+import {
+  expectExit,
+  REPO_ROOT,
+  runCli,
+  runCommand,
+  tempDir,
+  uniqueName,
+  type CliResult,
+} from './helpers/cli';
 import { readSampleRecords } from './helpers/results';
 
 const PYTHON =
@@ -32,12 +40,6 @@ const CLI_TIMEOUT_MS = 300_000;
 const STUCK_AFTER = 5;
 /** How late a stuck attempt may end on a loaded 2-core machine (teardown, a new sandbox). */
 const MARGIN_S = 15;
-
-function expectExit(result: CliResult, code: number): void {
-  if (result.code !== code) {
-    throw new Error(`steward exited ${result.code}, expected ${code}; stderr:\n${result.stderr}`);
-  }
-}
 
 /** The tag in a sample's input (`Sample <tag>.`), from the request's first user message. */
 function tagOf(request: Parameters<SimScript>[0]): { tag: string; text: string } {

@@ -51,6 +51,13 @@ export function runCommand(
   });
 }
 
+/** Fails with the command's stderr unless it exited `code`: a wrong exit says why at once. */
+export function expectExit(result: CliResult, code: number): void {
+  if (result.code !== code) {
+    throw new Error(`steward exited ${result.code}, expected ${code}; stderr:\n${result.stderr}`);
+  }
+}
+
 export async function tempDir(prefix = 'steward-test-'): Promise<string> {
   return fs.mkdtemp(path.join(os.tmpdir(), prefix));
 }
