@@ -75,7 +75,11 @@ const failure: SampleErrorRecord = {
   worker: { pid: 1, host: 'h' },
   attempt: 1,
   error_retries: [
-    { error: 'scorer threw', error_type: 'StewardSampleError', failed_at: '2026-12-01T10:21:00.000Z' },
+    {
+      error: 'scorer threw',
+      error_type: 'StewardSampleError',
+      failed_at: '2026-12-01T10:21:00.000Z',
+    },
   ],
 };
 
@@ -269,7 +273,10 @@ describe('an ended task', () => {
       scores: null,
       error: { message: 'provider said 400' },
       error_retries: [
-        { message: 'scorer threw', traceback: expect.stringContaining('StewardSampleError: scorer threw') },
+        {
+          message: 'scorer threw',
+          traceback: expect.stringContaining('StewardSampleError: scorer threw'),
+        },
       ],
     });
     const summaries = entry(log, 'summaries.json') as unknown as Array<Record<string, unknown>>;

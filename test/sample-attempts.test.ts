@@ -101,7 +101,13 @@ describe('what counts as progress', () => {
     const watch = new ProgressWatch(10_000);
     const service = (name: string): SandboxService => ({
       name,
-      exec: async () => ({ exitCode: 0, stdout: '', stderr: '', truncated: false, timedOut: false }),
+      exec: async () => ({
+        exitCode: 0,
+        stdout: '',
+        stderr: '',
+        truncated: false,
+        timedOut: false,
+      }),
       writeFile: async () => undefined,
       readFile: async () => '',
     });
