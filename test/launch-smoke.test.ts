@@ -2,8 +2,9 @@
  * `steward launch --smoke` end to end: the real CLI, the dev server, Docker sandboxes and the
  * simulated provider over real HTTP.
  *
- * - A smoke run catches a refused API key and a missing sandbox image, names them per task with
- *   the first sample's error, and the real eval set never starts.
+ * - A smoke run catches a refused API key, a missing sandbox image and a task that hangs past
+ *   the time cap, names them per task with the first sample's error, and the real eval set never
+ *   starts.
  * - `--smoke-only` stops after a passing smoke run; `--smoke` then goes on to the full run,
  *   which completes in its own log dir, apart from the smoke run's.
  */
@@ -20,6 +21,11 @@ import { readSampleRecords } from './helpers/results';
 
 const CLI_TIMEOUT_MS = 120_000;
 const MISSING_IMAGE = 'steward-smoke-no-such-image:latest';
+/** The smoke run's time cap where a task hangs: long enough for the fleet to start on a busy machine. */
+const CAP_S = 20;
+
+let releaseHung: () => void = () => undefined;
+const hung = new Promise<void>((resolve) => (releaseHung = resolve));
 
 let client: Client;
 let docker: Docker;
@@ -33,8 +39,16 @@ beforeAll(async () => {
   });
   docker = await requireDocker();
   await ensureBusyboxImage(docker);
-  // One account that takes only the key `right`; `bad/...` models send another key.
-  sim = await startSimProvider({ latencyMs: 20, apiKey: 'right' });
+  // One account that takes only the key `right`; `bad/...` models send another key. The model
+  // `hang` never answers (until the end of the file).
+  sim = await startSimProvider({
+    latencyMs: 20,
+    apiKey: 'right',
+    script: async (request) => {
+      if (request.model === 'hang') await hung;
+      return { content: 'ok' };
+    },
+  });
   env = {
     ...process.env,
     SIM_BASE_URL: sim.url,
@@ -45,6 +59,7 @@ beforeAll(async () => {
 });
 
 afterAll(async () => {
+  releaseHung();
   await sim?.close();
   await client?.connection.close();
 });
@@ -111,16 +126,17 @@ describe('a smoke run that finds problems', () => {
       [
         { name: 'wrongkey', model: 'openai-api/bad/m' },
         { name: 'noimage', model: 'openai-api/sim/m', sandbox: MISSING_IMAGE },
-        { name: 'fine', model: 'openai-api/sim/m', sandbox: BUSYBOX_IMAGE },
+        { name: 'hangs', model: 'openai-api/sim/hang' },
+        { name: 'fine', model: 'openai-api/sim/m' },
       ],
       20,
     );
     logDir = path.join(path.dirname(file), 'logs');
     const started = Date.now();
-    launch = await runCli(['launch', file, '--smoke', '--log-dir', logDir, '--json'], {
-      env,
-      timeoutMs: CLI_TIMEOUT_MS,
-    });
+    launch = await runCli(
+      ['launch', file, '--smoke', '--smoke-timeout', String(CAP_S), '--log-dir', logDir, '--json'],
+      { env, timeoutMs: CLI_TIMEOUT_MS },
+    );
     launchS = (Date.now() - started) / 1000;
   });
 
@@ -128,7 +144,7 @@ describe('a smoke run that finds problems', () => {
     expectExit(launch, 1);
     expect(launch.stderr).toMatch(
       new RegExp(
-        `smoke run failed: 2 of 3 task\\(s\\) would fail, so eval set ${name} was not launched`,
+        `smoke run failed: 3 of 4 task\\(s\\) would fail, so eval set ${name} was not launched`,
       ),
     );
     expect(launch.stderr).toMatch(
@@ -139,6 +155,11 @@ describe('a smoke run that finds problems', () => {
         `noimage: FAILED, sandbox image missing \\(0/2 completed\\): sandbox image ${MISSING_IMAGE} is not on the Docker daemon`,
       ),
     );
+    expect(launch.stderr).toMatch(
+      new RegExp(
+        `hangs: FAILED, time cap reached \\(0/2 completed\\): 2 sample\\(s\\) still running after ${CAP_S} s`,
+      ),
+    );
     expect(launch.stderr).toMatch(/fine: passed \(2\/2 completed\)/);
     const { smoke } = JSON.parse(launch.stdout) as {
       smoke: { eval_set: string; tasks: { task: string; passed: boolean; failure?: string }[] };
@@ -147,15 +168,18 @@ describe('a smoke run that finds problems', () => {
     expect(smoke.tasks.map((t) => [t.task, t.passed, t.failure])).toEqual([
       ['wrongkey', false, 'credentials'],
       ['noimage', false, 'sandbox_image'],
+      ['hangs', false, 'time_cap'],
       ['fine', true, undefined],
     ]);
-    // 2 samples per task, not 20: fast, whatever the dataset's size.
-    expect(launchS).toBeLessThan(60);
+    // 2 samples per task, not 20, and the cap stops the hung ones: fast, whatever the dataset.
+    expect(launchS).toBeGreaterThanOrEqual(CAP_S);
+    expect(launchS).toBeLessThan(CAP_S + 40);
   });
 
   test('the full eval set never started; the smoke run is its own eval set and log dir', async () => {
     expect(await workflowStatus(`steward-${name}`)).toBeUndefined();
-    expect(await workflowStatus(`steward-${name}-smoke`)).toBe('COMPLETED');
+    // The time cap cancelled it.
+    expect(await workflowStatus(`steward-${name}-smoke`)).toBe('CANCELLED');
     // The launch checked that the log dir can be written; nothing ran into it.
     expect(await fs.readdir(logDir)).toEqual([]);
     expect(await readSampleRecords(`${logDir}-smoke`, 'fine')).toHaveLength(2);
@@ -178,7 +202,7 @@ describe('a smoke run that passes', () => {
       name,
       [
         { name: 'a', model: 'openai-api/sim/m' },
-        { name: 'b', model: 'openai-api/sim/m' },
+        { name: 'b', model: 'openai-api/sim/m', sandbox: BUSYBOX_IMAGE },
       ],
       6,
     );
@@ -215,5 +239,6 @@ describe('a smoke run that passes', () => {
     // The smoke run started afresh (its 2 samples, not the earlier 1), apart from the real one.
     expect(await readSampleRecords(`${logDir}-smoke`, 'b')).toHaveLength(2);
     expect(await readSampleRecords(logDir, 'b')).toHaveLength(6);
+    expect(await leftovers(docker, name)).toEqual([]);
   });
 });
