@@ -22,7 +22,7 @@ import { readSampleRecords } from './helpers/results';
 const CLI_TIMEOUT_MS = 120_000;
 const MISSING_IMAGE = 'steward-smoke-no-such-image:latest';
 /** The smoke run's time cap where a task hangs: long enough for the fleet to start on a busy machine. */
-const CAP_S = 20;
+const CAP_S = 30;
 
 let releaseHung: () => void = () => undefined;
 const hung = new Promise<void>((resolve) => (releaseHung = resolve));

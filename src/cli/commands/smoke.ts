@@ -15,6 +15,7 @@ import { ErrorType, ExitCode, StewardError } from '../../errors';
 import { writeSnapshot, type UsedFiles } from '../../loader/snapshot';
 import { openLogStore } from '../../logs/store';
 import { reapSandboxes } from '../../sandbox/cleanup';
+import { endLeftovers } from '../../client/leftovers';
 import { resultAcrossOutages } from '../../client/result';
 import { innermostCause, readStatus } from '../../client/status';
 import type { TemporalTarget } from '../../temporal/connection';
@@ -155,6 +156,9 @@ export async function runSmoke(run: SmokeRun): Promise<SmokeReport> {
       await Promise.race([result, delay(CANCEL_WAIT_MS)]);
       failure = undefined;
     }
+    // Whatever of a failed smoke eval set still runs without its owner ends while the fleet that
+    // serves it (and removes its sandboxes) still runs.
+    if (failure instanceof WorkflowFailedError) await endLeftovers(client, workflowId);
   } finally {
     clearInterval(ticker);
     clearTimeout(timer);
