@@ -16,10 +16,12 @@ import {
   MANIFEST_FILE,
   SNAPSHOTS_DIR,
   isSnapshotHash,
+  loadDefinitionFiles,
   loadSnapshot,
   snapshotDefinition,
   snapshotHash,
   snapshotLayout,
+  writeSnapshot,
 } from '../src/loader/snapshot';
 import { REPO_ROOT, tempDir } from './helpers/cli';
 
@@ -324,5 +326,36 @@ describe('task identity', () => {
       'task "t" differs from the one whose records are in /logs/set: model "mockllm/model" → "openai/gpt-4o"; epochs 1 → 2. ' +
         'Use a new log dir (--log-dir) for the changed task, or remove /logs/set/t to discard its records.',
     );
+  });
+});
+
+describe("a smoke run's snapshot", () => {
+  test('is its own hash, and loads renamed, cut to the first samples, one epoch', async () => {
+    const dir = await tempDir();
+    const rows = [1, 2, 3, 4].map((i) => JSON.stringify({ id: `s${i}`, input: 'q', target: 'a' }));
+    await fs.writeFile(path.join(dir, 'data.jsonl'), `${rows.join('\n')}\n`);
+    const yaml = path.join(dir, 'evalset.yaml');
+    await fs.writeFile(
+      yaml,
+      stringify({
+        name: 'hello',
+        model: 'mockllm/model',
+        tasks: [{ name: 't', dataset: 'data.jsonl', epochs: 3, scorer: 'match' }],
+      }),
+    );
+    const logDir = path.join(dir, 'logs');
+    const { definition, used } = await loadDefinitionFiles(yaml);
+    const real = await writeSnapshot(used, logDir);
+    const smoke = await writeSnapshot(used, logDir, { name: 'hello-smoke', samples: 2 });
+    expect(smoke).not.toBe(real);
+    const loaded = await loadSnapshot({ logDir, hash: smoke, origin: yaml });
+    expect(loaded.name).toBe('hello-smoke');
+    expect(loaded.tasks[0].dataset.map((s) => s.id)).toEqual(['s1', 's2']);
+    expect(loaded.tasks[0].epochs).toBe(1);
+    expect(loaded.identities.t).toMatchObject({ epochs: 1, dataset: { samples: 2 } });
+    // The real snapshot is untouched by the smoke run's.
+    const again = await loadSnapshot({ logDir, hash: real, origin: yaml });
+    expect(again.name).toBe('hello');
+    expect(again.identities).toEqual(definition.identities);
   });
 });

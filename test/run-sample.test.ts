@@ -8,7 +8,7 @@ import type {
   TaskDefinition,
 } from '../src/definition/types';
 import { DEFAULT_SCORING } from '../src/core/reducers';
-import { runSample } from '../src/eval/run-sample';
+import { runSample, stageOf } from '../src/eval/run-sample';
 import { match } from '../src/eval/scorers';
 import { generate, initialState, systemMessage } from '../src/eval/solvers';
 import { createModel } from '../src/models';
@@ -165,6 +165,31 @@ describe('runSample', () => {
     await expect(
       runSample(task({ scorer: () => Promise.reject(failure) }), arithmetic, 1, ctx),
     ).rejects.toBe(failure);
+  });
+
+  it("says whether an error left a solver or the scorer (the error record's failed_in)", async () => {
+    const { ctx } = context(mockllm());
+    const inSolver = new Error('tool crashed');
+    const inScorer = new Error('scorer broke');
+    const solverFailed = runSample(
+      task({ solver: [() => Promise.reject(inSolver)] }),
+      arithmetic,
+      1,
+      ctx,
+    );
+    await expect(solverFailed).rejects.toBe(inSolver);
+    const scorerFailed = runSample(
+      task({ scorer: () => Promise.reject(inScorer) }),
+      arithmetic,
+      1,
+      ctx,
+    );
+    await expect(scorerFailed).rejects.toBe(inScorer);
+    expect([stageOf(inSolver), stageOf(inScorer), stageOf(new Error('x'))]).toEqual([
+      'solver',
+      'scorer',
+      undefined,
+    ]);
   });
 
   it('runs nothing once the sample is cancelled', async () => {

@@ -7,7 +7,7 @@ import { Context } from '@temporalio/activity';
 import { ApplicationFailure } from '@temporalio/common';
 import type Dockerode from 'dockerode';
 import type { SampleContext } from '../definition/types';
-import { runSample as solveAndScore } from '../eval/run-sample';
+import { runSample as solveAndScore, stageOf } from '../eval/run-sample';
 import { sampleAt } from '../definition/samples';
 import { ErrorType } from '../errors';
 import { effectiveLimits } from '../eval/limits';
@@ -140,6 +140,7 @@ export function createSampleActivities(deps: ActivityDeps) {
               ...(sample.metadata !== undefined ? { metadata: sample.metadata } : {}),
               error: failure.message,
               error_type: failure.type ?? undefined,
+              ...(stageOf(err) ? { failed_in: stageOf(err) } : {}),
               failed_at: failedAt,
               worker: deps.worker,
               attempt: ctx.info.attempt,

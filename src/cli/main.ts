@@ -73,6 +73,21 @@ addKnobFlags(launch)
     '--yes',
     "write Docker's daemon.json address-pool fix without asking, if the preflight needs it",
   )
+  .option(
+    '--smoke',
+    'first run a few samples of each task (eval set <name>-smoke, log dir <log dir>-smoke); launch only if every task passes',
+  )
+  .option('--smoke-only', 'run the smoke run and stop: exit 0 if every task passed')
+  .option(
+    '--smoke-samples <n>',
+    'samples per task in the smoke run (the first of the dataset, one epoch) (default: 2)',
+    positiveInt,
+  )
+  .option(
+    '--smoke-timeout <seconds>',
+    'time cap of the smoke run; tasks still running then fail it (default: 300)',
+    positiveInt,
+  )
   .action(async (definition: string, opts: LaunchOptions) => {
     const { launchCommand } = await import('./commands/launch.js');
     process.exitCode = await launchCommand(definition, opts);

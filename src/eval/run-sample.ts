@@ -24,6 +24,29 @@ export interface SampleRun {
   limit?: SampleLimitHit;
 }
 
+/** The part of a sample's own code that threw: its solver chain or its scorer. */
+export type SampleStage = 'solver' | 'scorer';
+
+const STAGE = Symbol.for('steward.sampleStage');
+
+/**
+ * Where a sample's error came from, when {@link runSample} saw it leave a solver or the scorer
+ * (the error record's `failed_in`). The error itself is left as it was thrown.
+ */
+export function stageOf(err: unknown): SampleStage | undefined {
+  if (typeof err !== 'object' || err === null) return undefined;
+  const stage = (err as { [STAGE]?: unknown })[STAGE];
+  return stage === 'solver' || stage === 'scorer' ? stage : undefined;
+}
+
+function markStage(err: unknown, stage: SampleStage): unknown {
+  // The first stage an error left wins: a scorer rethrowing a solver's error stays the solver's.
+  if (typeof err === 'object' && err !== null && Object.isExtensible(err) && !(STAGE in err)) {
+    Object.defineProperty(err, STAGE, { value: stage });
+  }
+  return err;
+}
+
 /**
  * Puts the sample's files and setup in its sandbox (when it has one), runs `task`'s solvers in
  * order on `sample` (stopping early once a solver marks the state completed), then its scorer
@@ -68,7 +91,7 @@ export async function runSample(
   } catch (err) {
     limit = limitHitOf(err) ?? limitHitOf(limiter.signal.reason);
     // A cancellation of the sample itself is not a limit, even if a limit fired meanwhile.
-    if (limit === undefined || ctx.signal.aborted) throw err;
+    if (limit === undefined || ctx.signal.aborted) throw markStage(err, 'solver');
     state = { ...state, usage: limiter.usage, completed: true };
   } finally {
     limiter.dispose();
@@ -84,7 +107,9 @@ export async function runSample(
   const score = await untilAborted(
     task.scorer(state, targets, { ...ctx, model: scoped, signal: scoringSignal }),
     scoringSignal,
-  );
+  ).catch((err: unknown) => {
+    throw markStage(err, 'scorer');
+  });
   return { state, score, ...(limit ? { limit } : {}) };
 }
 

@@ -15,6 +15,7 @@ import * as path from 'node:path';
 import { ErrorType, ExitCode, StewardError } from '../errors';
 import { writeFailureReason } from '../logs/store';
 import { loadDefinition, type LoadOptions } from './definition';
+import { smokeDefinition, type SmokeCut } from '../definition/smoke';
 import type { EvalSetDefinition } from '../definition/types';
 
 /** Where snapshots live, under the log dir. */
@@ -36,6 +37,8 @@ export interface SnapshotManifest {
   definition: string;
   /** Files the definition names by absolute path: that path -> the file's path in the snapshot. */
   absolute: Record<string, string>;
+  /** A smoke run's cut of the definition (src/definition/smoke.ts); absent for a real run. */
+  smoke?: SmokeCut;
 }
 
 /** What a snapshot is found by: the log dir it lives in and its hash. */
@@ -96,7 +99,10 @@ export function snapshotDir(logDir: string, hash: string): string {
  * relative imports) resolve inside the snapshot as they did outside; files named by absolute
  * path go under their own path, and the manifest maps them.
  */
-export function snapshotLayout(used: UsedFiles): {
+export function snapshotLayout(
+  used: UsedFiles,
+  smoke?: SmokeCut,
+): {
   entries: { source: string; path: string }[];
   manifest: SnapshotManifest;
 } {
@@ -116,7 +122,7 @@ export function snapshotLayout(used: UsedFiles): {
   }
   return {
     entries: [...placed].map(([source, at]) => ({ source, path: at })),
-    manifest: { version: 1, definition, absolute },
+    manifest: { version: 1, definition, absolute, ...(smoke ? { smoke } : {}) },
   };
 }
 
@@ -176,10 +182,16 @@ export async function loadDefinitionFiles(
  * Copies the definition and the files it used into `<logDir>/.steward/definitions/<hash>/`
  * (kept if it is there already: the same hash is the same content).
  *
+ * @param smoke a smoke run's cut: recorded in the manifest, so it is part of the hash, and
+ *   applied by every {@link loadSnapshot}.
  * @returns the hash.
  */
-export async function writeSnapshot(used: UsedFiles, logDir: string): Promise<string> {
-  const { entries, manifest } = snapshotLayout(used);
+export async function writeSnapshot(
+  used: UsedFiles,
+  logDir: string,
+  smoke?: SmokeCut,
+): Promise<string> {
+  const { entries, manifest } = snapshotLayout(used, smoke);
   const files: SnapshotFile[] = [
     ...(await Promise.all(
       entries.map(async (entry) => ({
@@ -279,6 +291,13 @@ export async function loadSnapshot(
   if (manifest?.version !== 1) {
     throw new SnapshotError(`the definition's snapshot ${dir} has no readable ${MANIFEST_FILE}`);
   }
+  const smoke = manifest.smoke;
+  if (
+    smoke !== undefined &&
+    (typeof smoke?.name !== 'string' || !Number.isInteger(smoke.samples) || smoke.samples < 1)
+  ) {
+    throw new SnapshotError(`the definition's snapshot ${dir} has an unreadable smoke cut`);
+  }
   const entry = path.join(dir, ...manifest.definition.split('/'));
   snapshotOrigins.set(
     dir,
@@ -302,7 +321,8 @@ export async function loadSnapshot(
   });
   // A definition's `log_dir` is relative to where it was written, not to the snapshot.
   const { log_dir: _logDir, ...pinned } = definition;
-  return { ...pinned, source: ref.origin ?? entry };
+  const loaded = { ...pinned, source: ref.origin ?? entry };
+  return manifest.smoke ? smokeDefinition(loaded, manifest.smoke) : loaded;
 }
 
 /** Every file under `dir`, with its `/`-separated path relative to `dir`. */

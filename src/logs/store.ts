@@ -62,6 +62,8 @@ export interface SampleErrorRecord {
   metadata?: Record<string, unknown>;
   error: string;
   error_type?: string;
+  /** The sample's own code that threw: a solver or the scorer (absent: elsewhere, or older records). */
+  failed_in?: 'solver' | 'scorer';
   failed_at: string;
   worker: { pid: number; host: string };
   attempt: number;

@@ -47,6 +47,8 @@ import { confirm } from '../confirm';
 import { createProgress } from '../progress';
 import { checkDocker, sandboxDemand } from './docker';
 import { resultJson, resultTable } from '../table';
+import { SMOKE_DEFAULTS, runSmoke, type SmokeReport } from './smoke';
+import { smokeReportLines } from '../../core/smoke';
 
 /** The knobs' flags (parsed by the command line), then the launch's own. */
 export interface LaunchOptions extends KnobFlags {
@@ -55,6 +57,12 @@ export interface LaunchOptions extends KnobFlags {
   detach?: boolean;
   /** Write Docker's daemon.json fix without asking, when the preflight finds too few networks. */
   yes?: boolean;
+  /** Run a smoke run first, and launch only if every task passes it. */
+  smoke?: boolean;
+  /** Run the smoke run only. */
+  smokeOnly?: boolean;
+  smokeSamples?: number;
+  smokeTimeout?: number;
 }
 
 const PROGRESS_MS = 1_000;
@@ -97,13 +105,33 @@ export async function launchCommand(file: string, opts: LaunchOptions): Promise<
 
   let handle: WorkflowHandle<typeof evalSet>;
   const reattached = await isRunning(client, workflowId);
+  if (!reattached) {
+    // A task whose records in the log dir are another task's is refused before anything starts.
+    const refusals = await identityRefusals(openLogStore(logDir), definition);
+    if (refusals.length > 0) throw new StewardError(refusals.join('\n'), ExitCode.usage);
+  }
+  if (opts.smokeOnly || (opts.smoke && !reattached)) {
+    const smoke = await runSmoke({
+      client,
+      temporal,
+      definition,
+      used,
+      settings: chosen.settings,
+      logDir,
+      samples: opts.smokeSamples ?? SMOKE_DEFAULTS.samples,
+      timeoutS: opts.smokeTimeout ?? SMOKE_DEFAULTS.timeoutS,
+      docker,
+      say,
+    });
+    const code = smokeOutcome(smoke, definition.name, opts, say);
+    if (code !== ExitCode.ok || opts.smokeOnly) return code;
+  } else if (opts.smoke) {
+    say(`eval set ${definition.name} is already running: no smoke run before re-attaching`);
+  }
   if (reattached) {
     say(`eval set ${definition.name} is already running: re-attaching`);
     handle = client.workflow.getHandle(workflowId);
   } else {
-    // A task whose records in the log dir are another task's is refused before anything starts.
-    const refusals = await identityRefusals(openLogStore(logDir), definition);
-    if (refusals.length > 0) throw new StewardError(refusals.join('\n'), ExitCode.usage);
     // The eval set runs this snapshot, by its hash: later edits of the files change nothing.
     const hash = await writeSnapshot(used, logDir);
     const pinned = await loadSnapshot({ logDir, hash, origin: definition.source });
@@ -157,6 +185,38 @@ export async function launchCommand(file: string, opts: LaunchOptions): Promise<
     evalSet: definition.name,
     reattached,
   });
+}
+
+/** Says what the smoke run found; the exit code: ok only when every task passed. */
+function smokeOutcome(
+  smoke: SmokeReport,
+  name: string,
+  opts: LaunchOptions,
+  say: (line: string) => void,
+): number {
+  if (smoke.interrupted) {
+    say(`smoke run interrupted: eval set ${name} was not launched`);
+    return 130;
+  }
+  const failed = smoke.verdicts.filter((v) => !v.passed).length;
+  if (opts.json && (failed > 0 || opts.smokeOnly)) {
+    process.stdout.write(
+      `${JSON.stringify({ smoke: { eval_set: smoke.name, log_dir: smoke.logDir, tasks: smoke.verdicts } }, null, 2)}\n`,
+    );
+  }
+  const lines = smokeReportLines(smoke.verdicts).join('\n');
+  if (failed === 0) {
+    say(
+      `smoke run passed: every task completed its samples (${smoke.logDir})\n${lines}` +
+        (opts.smokeOnly ? '' : `\nlaunching eval set ${name}`),
+    );
+    return ExitCode.ok;
+  }
+  say(
+    `steward: smoke run failed: ${failed} of ${smoke.verdicts.length} task(s) would fail, so eval set ` +
+      `${name} was not launched${opts.smokeOnly ? '' : ' (--smoke)'}; errors in ${smoke.logDir}/<task>/errors\n${lines}`,
+  );
+  return ExitCode.samplesFailed;
 }
 
 /** What stops a launch before its eval set ends: a signal, or the death of the process it ran under. */
