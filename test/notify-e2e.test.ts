@@ -13,7 +13,12 @@ import type { AddressInfo } from 'node:net';
 import * as path from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { Client, Connection } from '@temporalio/client';
-import { evalSetWorkflowId, statusQuery, type EvalSetResult } from '../src/workflows/types';
+import {
+  evalSetWorkflowId,
+  statusQuery,
+  type EvalSetResult,
+  type EvalSetStatus,
+} from '../src/workflows/types';
 import { runCli, tempDir, uniqueName, writeEvalSet } from './helpers/cli';
 import { encodeHistory, fetchHistory, runsOfEvalSet } from './helpers/histories';
 import { replayAllRuns } from './helpers/replay';
@@ -98,6 +103,12 @@ test('hold, stall and finish reach the webhooks after retries; a dead one change
   expect(hold.code).toBe(0);
   const status = await runCli(['status', name, '--json'], { env });
   expect(status.code).toBe(0);
+  // Each webhook by its scheme and host, or its variable's name.
+  expect((JSON.parse(status.stdout) as EvalSetStatus).settings?.notify).toEqual([
+    { url: `${base}/…`, format: 'json' },
+    { url: '${NOTIFY_E2E_SLACK}', format: 'slack' },
+    { url: `http://127.0.0.1:${deadPort}/…`, format: 'json' },
+  ]);
 
   const result = await done;
   if (result.code !== 0) throw new Error(`launch ended with ${result.code}\n${result.stderr}`);
