@@ -155,6 +155,22 @@ describe('stalls: no completion for STALL_WINDOWS tend windows while samples are
     ]);
   });
 
+  test('the count survives continue-as-new: a stall told before is not told again', () => {
+    const first = new StallWatch();
+    const tends = [0, 1, 2, 3].map((i) => first.observe([running(4, 5)], ctx(i)));
+    expect(tends.map((events) => events.length)).toEqual([0, 0, 0, 1]);
+    const mid = new StallWatch();
+    mid.observe([running(4, 5)], ctx(0));
+    mid.observe([running(4, 5)], ctx(1));
+    // Carried as the workflow input is: JSON.
+    const after = (w: StallWatch) =>
+      new StallWatch(STALL_WINDOWS, JSON.parse(JSON.stringify(w.save())) as never);
+    expect(after(first).observe([running(4, 5)], ctx(4))).toEqual([]);
+    const next = after(mid);
+    expect(next.observe([running(4, 5)], ctx(2))).toEqual([]);
+    expect(next.observe([running(4, 5)], ctx(3))).toHaveLength(1);
+  });
+
   test('a task that ended is forgotten; one not observed at a tend keeps its count', () => {
     const watch = new StallWatch(2);
     const b = { ...running(0, 1), name: 'b' };

@@ -286,7 +286,7 @@ export async function evalSet(raw: EvalSetInput): Promise<EvalSetResult> {
   const planned = plan;
   const tended = tender;
   const settings = planned.settings;
-  const notifier = new Notifier(planned.name, settings.notify ?? []);
+  const notifier = new Notifier(planned.name, settings.notify ?? [], carry?.stalls);
   for (const act of early.splice(0)) act(tended);
 
   const finished = (): boolean => results.size === planned.tasks.length;
@@ -431,6 +431,7 @@ export async function evalSet(raw: EvalSetInput): Promise<EvalSetResult> {
           results: [...results.values()],
           observedAt,
           runs: runs + 1,
+          ...notifier.carry(),
         };
         await continueAsNew<typeof evalSet>({ ...input, carry: next });
       }

@@ -14,6 +14,7 @@ import {
   historyEvents,
   type NotifyEvent,
   type NotifyTaskCounts,
+  type StallState,
 } from './notify';
 import type { RampHistoryEntry, TaskStatus } from './types';
 
@@ -40,14 +41,22 @@ const { notify } = proxyActivities<NotifyActivities>({
 });
 
 export class Notifier {
-  private readonly stalls = new StallWatch();
+  private readonly stalls: StallWatch;
   private pending = 0;
   private enabled: boolean | undefined;
 
   constructor(
     private readonly evalSet: string,
     private readonly targets: readonly NotifyTarget[],
-  ) {}
+    saved?: Record<string, StallState>,
+  ) {
+    this.stalls = new StallWatch(undefined, saved);
+  }
+
+  /** For the next run's carry: nothing unless notifications are on. */
+  carry(): { stalls?: Record<string, StallState> } {
+    return this.enabled ? { stalls: this.stalls.save() } : {};
+  }
 
   /** The ramp history's new entries: holds, pauses and resumes are events. */
   history(entries: readonly RampHistoryEntry[]): void {

@@ -134,9 +134,19 @@ type Observed = Pick<
  * stall either. A stall is told once; progress ends it, and a later stall is told again.
  */
 export class StallWatch {
-  readonly tasks = new Map<string, StallState>();
+  readonly tasks: Map<string, StallState>;
 
-  constructor(private readonly windows = STALL_WINDOWS) {}
+  /** `saved`: what {@link save} gave the previous run (the count survives continue-as-new). */
+  constructor(
+    private readonly windows = STALL_WINDOWS,
+    saved: Record<string, StallState> = {},
+  ) {
+    this.tasks = new Map(Object.entries(saved).map(([name, state]) => [name, { ...state }]));
+  }
+
+  save(): Record<string, StallState> {
+    return Object.fromEntries([...this.tasks].map(([name, state]) => [name, { ...state }]));
+  }
 
   /** The tasks observed at this tend (others are left as they were); returns the new stalls. */
   observe(observed: readonly Observed[], ctx: EventContext): NotifyEvent[] {

@@ -358,6 +358,12 @@ export const evalSetCarrySchema = z.lazy(() =>
     results: z.array(taskResultSchema),
     observedAt: epochMs.optional(),
     runs: positive,
+    stalls: z
+      .record(
+        z.string(),
+        z.looseObject({ done: count, quiet: count, since: epochMs, stalled: z.boolean() }),
+      )
+      .optional(),
   }),
 );
 
