@@ -6,13 +6,11 @@
  */
 import { ApplicationFailure } from '@temporalio/common';
 import { describeUrl, urlVariable, type NotifyTarget } from '../config/notify';
+import { ErrorType } from '../errors';
 import type { NotifyEvent } from '../workflows/notify';
 
 /** One attempt's time, connection to last byte. */
 export const NOTIFY_ATTEMPT_TIMEOUT_MS = 10_000;
-
-/** A delivery that failed; retried by the workflow's policy unless non-retryable. */
-export const NOTIFY_FAILED = 'StewardNotifyFailed';
 
 export interface NotifyArgs {
   target: NotifyTarget;
@@ -45,7 +43,7 @@ export function createNotifyActivities(deps: NotifyDeps) {
         // Only the error's code: a message could quote the URL.
         throw ApplicationFailure.retryable(
           `webhook ${shown}: ${networkReason(err)}`,
-          NOTIFY_FAILED,
+          ErrorType.notifyFailed,
         );
       }
       if (status >= 200 && status < 300) return;
@@ -53,8 +51,8 @@ export function createNotifyActivities(deps: NotifyDeps) {
       const retryable = status >= 500 || status === 408 || status === 429;
       const message = `webhook ${shown}: HTTP ${status}`;
       throw retryable
-        ? ApplicationFailure.retryable(message, NOTIFY_FAILED)
-        : ApplicationFailure.nonRetryable(message, NOTIFY_FAILED);
+        ? ApplicationFailure.retryable(message, ErrorType.notifyFailed)
+        : ApplicationFailure.nonRetryable(message, ErrorType.notifyFailed);
     },
   };
 }
@@ -69,7 +67,7 @@ function resolveUrl(url: string, env: NodeJS.ProcessEnv): string {
   if (value === undefined || value.trim() === '') {
     throw ApplicationFailure.nonRetryable(
       `webhook ${url}: the environment variable ${name} is not set in the worker's environment`,
-      NOTIFY_FAILED,
+      ErrorType.notifyFailed,
     );
   }
   return value.trim();
