@@ -173,14 +173,19 @@ export default tseslint.config(
   },
   {
     // Workflow code imports these: zod and pure modules only, no I/O.
-    files: ['src/config/knobs.ts', 'src/config/settings.ts', 'src/config/issues.ts'],
+    files: [
+      'src/config/knobs.ts',
+      'src/config/settings.ts',
+      'src/config/issues.ts',
+      'src/config/notify.ts',
+    ],
     rules: {
       'no-restricted-imports': [
         'error',
         {
           patterns: [
             {
-              regex: '^(?!zod$|\\./(knobs|issues)$|\\.\\./errors$)',
+              regex: '^(?!zod$|\\./(knobs|issues|notify)$|\\.\\./errors$)',
               message: 'Workflow code imports this module: zod and pure modules only.',
             },
           ],

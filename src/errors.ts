@@ -26,6 +26,8 @@ export const ErrorType = {
   stuck: 'StewardSampleStuck',
   /** The sample was cancelled (its task or eval set was, or it was by hand): run again on relaunch. */
   cancelled: 'StewardCancelled',
+  /** A webhook delivery failed (README "Notifications"): retried, then logged and dropped. */
+  notifyFailed: 'StewardNotifyFailed',
 } as const;
 export type ErrorType = (typeof ErrorType)[keyof typeof ErrorType];
 

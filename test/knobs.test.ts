@@ -41,7 +41,7 @@ beforeAll(async () => {
   readmeRows = section.split('\n').filter((line) => line.startsWith('| `'));
 });
 
-test('the schema declares the knobs of SPEC §2 and the sample limits and retries, and nothing else', () => {
+test('the schema declares the knobs of SPEC §2, notify, and the sample limits and retries, and nothing else', () => {
   expect([...KNOBS].sort()).toEqual(
     [
       'max_connections',
@@ -51,6 +51,7 @@ test('the schema declares the knobs of SPEC §2 and the sample limits and retrie
       'max_workers',
       'samples_ramp',
       'tend_interval',
+      'notify',
       'time_limit',
       'working_limit',
       'message_limit',

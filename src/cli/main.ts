@@ -7,7 +7,7 @@ import { readFileSync } from 'node:fs';
 import * as path from 'node:path';
 import { Command, InvalidArgumentError, Option } from 'commander';
 import { KNOBS, knobFlag, knobMetaOf, parseKnobText } from '../config/knobs';
-import { ExitCode, expectedFailure } from '../errors';
+import { ExitCode, StewardError, expectedFailure } from '../errors';
 import type { LaunchOptions } from './commands/launch';
 import type { SimProviderCommandOptions } from './commands/sim-provider';
 import type { WorkersOptions } from './commands/workers';
@@ -29,9 +29,13 @@ function nonNegativeNumber(value: string): number {
 /** A flag for each knob, from its declaration, read by the same parser as its `STEWARD_*` variable. */
 function addKnobFlags(command: Command): Command {
   for (const knob of KNOBS) {
-    const { placeholder, help } = knobMetaOf(knob);
+    const { placeholder, help, sensitive } = knobMetaOf(knob);
     command.option(`${knobFlag(knob)} ${placeholder}`, help, (text: string) => {
       const parsed = parseKnobText(knob, text);
+      // commander's message would quote the value: a secret's is said without it.
+      if ('error' in parsed && sensitive) {
+        throw new StewardError(`${knobFlag(knob)}: ${parsed.error}`, ExitCode.usage);
+      }
       if ('error' in parsed) throw new InvalidArgumentError(parsed.error);
       return parsed.value;
     });

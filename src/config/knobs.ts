@@ -9,6 +9,7 @@
  */
 
 import { z } from 'zod';
+import { notifySchema, parseNotifyText } from './notify';
 
 /** A knob's value parsed from text, or why it cannot be. */
 export type KnobText<T> = { value: T } | { error: string };
@@ -23,6 +24,8 @@ export interface KnobMeta {
   parse(text: string): KnobText<unknown>;
   /** A valid value, as text: used by tests to check that every knob takes one. */
   example: string;
+  /** The value may hold a secret (a webhook's token): messages never echo it. */
+  sensitive?: boolean;
 }
 
 /** Each knob's {@link KnobMeta}, keyed by its schema. */
@@ -208,6 +211,17 @@ export const knobsSchema = z.strictObject({
   max_workers: knob(positiveInt, count('worker processes to pack the task queues into', '2')),
   /** Seconds. @default 60 */
   tend_interval: knob(z.number().positive(), seconds('seconds between tends', '2.5')),
+  /**
+   * Webhooks told of the eval set's events (README "Notifications"): a URL or `{url, format}`,
+   * or a list of them. @default none
+   */
+  notify: knob(notifySchema, {
+    placeholder: '<urls>',
+    help: 'webhooks to notify, comma-separated; prefix one with "slack:" for a Slack-compatible body',
+    parse: parseNotifyText,
+    example: 'https://hooks.example/steward,slack:${SLACK_WEBHOOK_URL}',
+    sensitive: true,
+  }),
   ...limitsShape,
 });
 

@@ -17,6 +17,7 @@ import {
   LIMITS,
   knobEnvVar,
   knobFlag,
+  knobMetaOf,
   knobShape,
   knobsSchema,
   parseKnobText,
@@ -25,6 +26,7 @@ import {
   type Knob,
   type SampleLimits,
 } from './knobs';
+import type { NotifyTarget } from './notify';
 
 /** The settings file read from the directory Steward is launched in. */
 export const STEWARD_YAML = '_steward.yaml';
@@ -83,6 +85,8 @@ export interface ResolvedSettings {
   tendIntervalMs: number;
   /** The eval set's sample limits: each one set replaces the tasks' own. @default {} */
   limits: SampleLimits;
+  /** Webhooks told of the eval set's events; absent: none. */
+  notify?: NotifyTarget[];
 }
 
 /** Where settings come from, highest precedence first. */
@@ -194,6 +198,7 @@ export function withDefaults(s: ConcurrencySettings): ResolvedSettings {
     limits: Object.fromEntries(
       LIMITS.filter((limit) => s[limit] !== undefined).map((limit) => [limit, s[limit]]),
     ),
+    ...(s.notify ? { notify: s.notify } : {}),
   };
 }
 
@@ -285,8 +290,10 @@ function settingsFromEnv(env: Record<string, string | undefined>): {
     // `STEWARD_X= steward ...` is the shell's way to unset a variable for one command.
     if (text === undefined || text.trim() === '') continue;
     const parsed = parseKnobText(knob, text);
-    if ('error' in parsed) errors.push({ path: name, message: parsed.error, value: text });
-    else Object.assign(settings, { [knob]: parsed.value });
+    if ('error' in parsed) {
+      const sensitive = knobMetaOf(knob).sensitive === true;
+      errors.push({ path: name, message: parsed.error, ...(sensitive ? {} : { value: text }) });
+    } else Object.assign(settings, { [knob]: parsed.value });
   }
   return { settings, errors };
 }

@@ -26,6 +26,8 @@ import type { z } from 'zod';
 import type { ControlActivities } from '../activities/control';
 import { evalTask } from './eval-task';
 import { cleaningUpOnCancel } from './cancel';
+import { Notifier } from './notifier';
+import { showNotify } from '../config/notify';
 import { badInput } from './failures';
 import { recordStatus } from './status-memo';
 import {
@@ -64,6 +66,7 @@ import {
   type SamplesSetting,
   type SteeringAnswer,
   type TaskPlan,
+  type TaskStatus,
 } from './types';
 
 // Bad input fails these at once (non-retryable); the attempts are for infrastructure (a disk, a
@@ -146,8 +149,10 @@ export async function evalSet(raw: EvalSetInput): Promise<EvalSetResult> {
       definition: plan?.definition,
       definition_hash: plan?.definitionHash,
       log_dir: plan?.logDir,
-      settings: plan &&
-        tender && { ...plan.settings, samples: tender.settings.samples as SamplesSetting },
+      settings:
+        plan &&
+        tender &&
+        showNotify({ ...plan.settings, samples: tender.settings.samples as SamplesSetting }),
       tasks,
       accounts: tender?.accountStatus() ?? [],
       observed_at: observedAt,
@@ -281,6 +286,7 @@ export async function evalSet(raw: EvalSetInput): Promise<EvalSetResult> {
   const planned = plan;
   const tended = tender;
   const settings = planned.settings;
+  const notifier = new Notifier(planned.name, settings.notify ?? [], carry?.stalls);
   for (const act of early.splice(0)) act(tended);
 
   const finished = (): boolean => results.size === planned.tasks.length;
@@ -357,6 +363,7 @@ export async function evalSet(raw: EvalSetInput): Promise<EvalSetResult> {
 
   const flushHistory = async (): Promise<void> => {
     const entries = tended.takeUnsaved();
+    notifier.history(entries);
     if (entries.length > 0) await appendRampHistory({ logDir: planned.logDir, entries });
   };
 
@@ -399,6 +406,7 @@ export async function evalSet(raw: EvalSetInput): Promise<EvalSetResult> {
         return [];
       });
       observedAt = Date.now();
+      const watched: TaskStatus[] = [];
       for (const seen of observed) {
         // An end this workflow did not hear of (its signal reached a run that had already handed
         // over, or the task was terminated) is found here.
@@ -409,7 +417,9 @@ export async function evalSet(raw: EvalSetInput): Promise<EvalSetResult> {
         const entry = tended.tasks.get(seen.status.name);
         if (entry?.status.state !== 'running') continue;
         Object.assign(entry.status, taskCounters(seen.status));
+        watched.push(entry.status);
       }
+      notifier.tend(watched);
       await sendLimits(tended.tend(Date.now()));
       await flushHistory();
       if (shouldContinueAsNew() && !finished() && !failure) {
@@ -421,12 +431,15 @@ export async function evalSet(raw: EvalSetInput): Promise<EvalSetResult> {
           results: [...results.values()],
           observedAt,
           runs: runs + 1,
+          ...notifier.carry(),
         };
         await continueAsNew<typeof evalSet>({ ...input, carry: next });
       }
     }
     if (failure) {
       await flushHistory();
+      notifier.failed(failure);
+      await notifier.drain();
       throw ApplicationFailure.create({
         message: failure.message,
         type: failure.type,
@@ -445,6 +458,8 @@ export async function evalSet(raw: EvalSetInput): Promise<EvalSetResult> {
     };
     await writeEvalSetSummary(result);
     recordStatus(planned, tended);
+    notifier.finished(result);
+    await notifier.drain();
     return result;
   }, cancelTasks);
 }

@@ -13,6 +13,7 @@ import {
   sampleLimitsSchema as sampleLimits,
   sampleLimitTypeSchema as sampleLimitType,
 } from '../config/knobs';
+import { notifySchema } from '../config/notify';
 import { formatIssue } from '../errors';
 
 /** Task and eval-set names: they end up in workflow ids and task queues. */
@@ -343,6 +344,7 @@ const planSchema = z.lazy(() =>
       tendIntervalMs: positive,
       // Absent in plans made before sample limits existed.
       limits: sampleLimits.optional(),
+      notify: notifySchema.optional(),
     }),
     tasks: z.array(taskPlanSchema).min(1),
   }),
@@ -356,6 +358,12 @@ export const evalSetCarrySchema = z.lazy(() =>
     results: z.array(taskResultSchema),
     observedAt: epochMs.optional(),
     runs: positive,
+    stalls: z
+      .record(
+        z.string(),
+        z.looseObject({ done: count, quiet: count, since: epochMs, stalled: z.boolean() }),
+      )
+      .optional(),
   }),
 );
 

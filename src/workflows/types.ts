@@ -6,6 +6,7 @@
  */
 import { defineQuery, defineSignal, defineUpdate } from '@temporalio/workflow';
 import type { ResolvedSettings } from '../config/settings';
+import type { StallState } from './notify';
 import type { AccountRampState, Holds, RampSettings, TaskRampState } from '../core/ramp';
 import type { IndexRanges } from '../core/ranges';
 import type { ConcurrencySettings } from '../definition/types';
@@ -52,6 +53,8 @@ export interface EvalSetCarry {
   observedAt?: number;
   /** Runs of the `evalSet` workflow so far (continue-as-new count + 1). */
   runs: number;
+  /** Each running task's progress as the stall watch saw it (absent: notifications off). */
+  stalls?: Record<string, StallState>;
 }
 
 /** The ramp's view of one task between tends (see src/workflows/tend.ts). */
