@@ -16,6 +16,7 @@ import {
   type SampleInput,
   type TaskMetrics,
 } from '../workflows/types';
+import { evalSetAttributes } from '../workflows/search-attributes';
 import { findTask, type ActivityDeps } from './deps';
 import { whileBeating } from './beat';
 import { failOnDefinition, failOnLogWrite } from './errors';
@@ -66,7 +67,12 @@ export function createTaskActivities(deps: ActivityDeps) {
      * chain already started (the admission ran again after a lost workflow task) is not started
      * twice: its report has arrived or will.
      */
-    async startSamples(args: { taskQueue: string; samples: SampleInput[] }): Promise<void> {
+    async startSamples(args: {
+      taskQueue: string;
+      samples: SampleInput[];
+      /** The eval set's `StewardEvalSet` search attribute, when its task carries it. */
+      evalSetAttribute?: string;
+    }): Promise<void> {
       const client = deps.client;
       if (!client) throw new Error('startSamples needs a Temporal client');
       await inBatches(args.samples, (sample) =>
@@ -76,6 +82,9 @@ export function createTaskActivities(deps: ActivityDeps) {
             taskQueue: args.taskQueue,
             args: [sample],
             workflowIdReusePolicy: 'REJECT_DUPLICATE',
+            ...(args.evalSetAttribute === undefined
+              ? {}
+              : { typedSearchAttributes: evalSetAttributes(args.evalSetAttribute) }),
           })
           .catch((err: unknown) => {
             if ((err as Error).name !== 'WorkflowExecutionAlreadyStartedError') throw err;

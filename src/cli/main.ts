@@ -107,13 +107,38 @@ program
     process.exitCode = await statusCommand(name, opts);
   });
 
+program
+  .command('pause')
+  .description(
+    'stop admitting samples to every task of an eval set; running samples finish (not `ramp hold`, which only stops the climb)',
+  )
+  .argument('[name]', 'eval set name (default: the only one running)')
+  .option('--reason <text>', 'why; the ramp history keeps it, with your user@host')
+  .action(async (name: string | undefined, opts: { reason?: string }) => {
+    const { pauseCommand } = await import('./commands/pause.js');
+    process.exitCode = await pauseCommand(name, opts);
+  });
+
+program
+  .command('resume')
+  .description(
+    'lift `steward pause`: every task admits samples again at the setpoint it had (not `ramp resume`, which lifts a hold)',
+  )
+  .argument('[name]', 'eval set name (default: the only one running)')
+  .action(async (name: string | undefined) => {
+    const { resumeCommand } = await import('./commands/pause.js');
+    process.exitCode = await resumeCommand(name);
+  });
+
 const ramp = program
   .command('ramp')
   .description('steer the sample ramp of a running eval set; it acts at the next tend');
 
 ramp
   .command('hold')
-  .description('freeze the climb of one task or of every task (backing off still acts)')
+  .description(
+    'freeze the climb of one task or of every task; samples keep flowing (to stop them: `steward pause`)',
+  )
   .argument('[task]', 'the task to hold (default: every task)')
   .requiredOption('--reason <text>', 'why; the ramp history keeps it, with your user@host')
   .option('--eval-set <name>', 'the eval set to steer (default: the only one running)')
@@ -124,7 +149,7 @@ ramp
 
 ramp
   .command('resume')
-  .description('lift a hold, so the climb goes on')
+  .description('lift a ramp hold, so the climb goes on (not `steward resume`, which lifts a pause)')
   .argument('[task]', 'the task to resume (default: every task)')
   .option('--eval-set <name>', 'the eval set to steer (default: the only one running)')
   .action(async (task: string | undefined, opts: { evalSet?: string }) => {

@@ -29,7 +29,13 @@ const FORMS: Record<Field, (r: ProgressRow) => string[]> = {
         : r.etaMs === undefined
           ? ['']
           : [`ETA ${etaText(r.etaMs)}`],
-  hold: (r) => (r.hold === undefined ? [''] : [`held: ${r.hold}`, 'held']),
+  // A pause says more than a hold: nothing is admitted at all.
+  hold: (r) =>
+    r.paused !== undefined
+      ? [`paused: ${r.paused}`, 'paused']
+      : r.hold === undefined
+        ? ['']
+        : [`held: ${r.hold}`, 'held'],
   rate: (r) =>
     r.perMinute === undefined
       ? ['']

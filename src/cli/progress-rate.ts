@@ -130,6 +130,8 @@ export interface ProgressRow {
   rateLimitEpisodes: number;
   /** The hold on it, by its reason; for the total, a global hold, or how many tasks are held. */
   hold?: string;
+  /** Why the eval set is paused, on every row not done (`steward pause`). */
+  paused?: string;
 }
 
 /** A row per task, then one for the whole eval set, named `total`; none while it plans. */
@@ -152,6 +154,7 @@ export function progressRows(
       setpoint: t.setpoint,
       rateLimitEpisodes: t.rate_limit_episodes,
       hold: t.state === 'done' || !hold ? undefined : hold.reason,
+      ...(t.state === 'done' || !status.paused ? {} : { paused: status.paused.reason }),
     });
   });
   const held = rows.filter((r) => r.hold !== undefined).length;
@@ -170,6 +173,9 @@ export function progressRows(
       : held > 0
         ? `${held} task${held === 1 ? '' : 's'}`
         : undefined,
+    ...(status.paused && observed.total.finishedAt === undefined
+      ? { paused: status.paused.reason }
+      : {}),
   });
   return [...rows, total];
 }

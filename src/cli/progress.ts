@@ -152,6 +152,7 @@ function countsKey(t: TaskStatus, status: EvalSetStatus): string {
     t.setpoint,
     t.rate_limit_episodes,
     held,
+    Boolean(status.paused),
   ].join(' ');
 }
 
@@ -164,6 +165,7 @@ function plainLine(evalSet: string, r: ProgressRow): string {
     r.perMinute === undefined ? undefined : `${perMinute(r.perMinute)} samples/min`,
     r.etaMs === undefined ? undefined : `ETA ${etaText(r.etaMs)}`,
     r.rateLimitEpisodes > 0 ? `${r.rateLimitEpisodes} rate-limit episodes` : undefined,
+    r.paused === undefined ? undefined : `paused: ${r.paused}`,
     r.hold === undefined ? undefined : `held: ${r.hold}`,
     r.elapsedMs === undefined || r.elapsedMs < 1_000
       ? undefined

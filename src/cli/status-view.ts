@@ -7,6 +7,7 @@ import { statusFromMemo, type LiveStatus } from '../client/status';
 import type {
   AccountStatus,
   EvalSetStatus,
+  PauseStatus,
   RampHistoryEntry,
   RampState,
   TaskStatus,
@@ -127,6 +128,7 @@ function runningText(workflowId: string, s: LiveStatus & { kind: 'running' }): s
         : `showing the state it last recorded, at ${shortTime(s.recorded_at)}`,
     );
   }
+  if (status.paused) lines.push(pausedLine(status.eval_set, status.paused));
   for (const step of s.stuck ?? [])
     lines.push(
       `failing: ${step.workflow_id}: ${step.step}, attempt ${step.attempt}: ${step.error}`,
@@ -176,6 +178,16 @@ function taskTable(status: EvalSetStatus): string[] {
   return table(
     [TASK_COLUMNS, ...rows],
     TASK_COLUMNS.map((c) => !TEXT_COLUMNS.has(c)),
+  );
+}
+
+/** `paused by alice@host since ...: why`, and what that means. */
+function pausedLine(evalSet: string, paused: PauseStatus): string {
+  const since = shortTime(new Date(paused.since).toISOString());
+  const by = paused.by ? ` by ${paused.by}` : '';
+  return (
+    `paused${by} since ${since}: ${paused.reason} ` +
+    `(no task admits samples; \`steward resume ${evalSet}\` gives back the setpoints shown)`
   );
 }
 

@@ -20,6 +20,7 @@ import {
   type WorkflowHandle,
   type WorkflowStartOptions,
 } from '@temporalio/client';
+import { evalSetTagging } from '../temporal/search-attributes';
 import { whoIsSteering } from '../util/who';
 import type { evalSet } from '../workflows';
 import {
@@ -137,11 +138,18 @@ export async function startEvalSet(client: Client, options: StartOptions): Promi
     ...(options.logDir === undefined ? {} : { log_dir: path.resolve(options.logDir) }),
     ...(options.settings === undefined ? {} : { settings: options.settings }),
   };
+  // Tagged with StewardEvalSet when the namespace has it registered (it is the script's server).
+  const { typedSearchAttributes } = await evalSetTagging(
+    client,
+    { embedded: false, namespace: client.options.namespace },
+    options.name,
+  );
   const start: WorkflowStartOptions<typeof evalSet> = {
     workflowId,
     taskQueue: STEWARD_TASK_QUEUE,
     args: [input],
     workflowIdReusePolicy: WorkflowIdReusePolicy.ALLOW_DUPLICATE,
+    ...(typedSearchAttributes ? { typedSearchAttributes } : {}),
   };
   try {
     return new EvalSetRun(await client.workflow.start<typeof evalSet>('evalSet', start));

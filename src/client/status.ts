@@ -303,6 +303,7 @@ export function statusFromMemo(memo: StatusMemo): EvalSetStatus {
     observed_at: Date.parse(memo.recorded_at),
     ramp_history: [],
     holds: memo.holds,
+    paused: memo.paused ?? null,
   };
 }
 

@@ -10,6 +10,7 @@ import path from 'node:path';
 import { LineCounter, parseDocument } from 'yaml';
 import { z } from 'zod';
 import { ConfigError, ExitCode, StewardError, type ConfigIssue } from '../errors';
+import { EVAL_SET_ATTRIBUTE } from '../workflows/search-attributes';
 
 /** Search attribute types the dev server accepts (`--search-attribute NAME=TYPE`). */
 export const searchAttributeTypes = [
@@ -25,7 +26,7 @@ export type SearchAttributeKind = (typeof searchAttributeTypes)[number];
 
 /** Search attributes Steward's own workflows set, registered whatever the file says. */
 export const stewardSearchAttributes: Readonly<Record<string, SearchAttributeKind>> = {
-  StewardEvalSet: 'Keyword',
+  [EVAL_SET_ATTRIBUTE.name]: 'Keyword',
 };
 
 export type JsonValue = string | number | boolean | JsonValue[] | { [key: string]: JsonValue };

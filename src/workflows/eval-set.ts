@@ -30,11 +30,14 @@ import { Notifier } from './notifier';
 import { showNotify } from '../config/notify';
 import { badInput } from './failures';
 import { recordStatus } from './status-memo';
+import { inheritedAttributes } from './search-attributes';
 import {
   evalSetCarrySchema,
   evalSetStartSchema,
   holdRampArgsSchema,
   parse,
+  pauseArgsSchema,
+  unpauseArgsSchema,
   resumeRampArgsSchema,
   setSamplesRampArgsSchema,
   taskDoneSchema,
@@ -45,6 +48,10 @@ import {
   evalSetWorkflowId,
   holdRampSignal,
   holdRampUpdate,
+  pauseSignal,
+  pauseUpdate,
+  unpauseSignal,
+  unpauseUpdate,
   resumeRampSignal,
   resumeRampUpdate,
   setLimitsSignal,
@@ -141,6 +148,36 @@ export async function evalSet(raw: EvalSetInput): Promise<EvalSetResult> {
     tender!.noteStuck(done.task, Date.now());
   }
 
+  /** Sends each named task the limits the tender has for it. */
+  async function sendLimitsOf(t: Tender, names: string[]): Promise<void> {
+    await Promise.all(
+      names.map(async (name) => {
+        try {
+          await getExternalWorkflowHandle(taskWorkflowId(parentId, name)).signal(
+            setLimitsSignal,
+            t.limits(name),
+          );
+        } catch (err) {
+          // The task closed before its end reached this workflow (a tend or a budget cut raced
+          // its last sample): its limits no longer matter, and its result is on the way.
+          log.info('setLimits not delivered: the task has closed', {
+            task: name,
+            error: (err as Error).message,
+          });
+        }
+      }),
+    );
+  }
+
+  /** A pause or an unpause reaches the running tasks now, not at the next tend. */
+  function applyPause(command: Steering, t: Tender): Promise<void> | undefined {
+    if (command.kind !== 'pause' && command.kind !== 'unpause') return undefined;
+    return sendLimitsOf(
+      t,
+      started.filter((name) => !results.has(name) && t.tasks.has(name)),
+    );
+  }
+
   setHandler(statusQuery, () => {
     const tasks = tender ? [...tender.tasks.values()].map((t) => t.status) : [];
     return {
@@ -164,6 +201,7 @@ export async function evalSet(raw: EvalSetInput): Promise<EvalSetResult> {
           Object.entries(tender?.holds.tasks ?? {}).map(([k, h]) => [k, { ...h, task: k }]),
         ),
       },
+      paused: tender?.paused ? { ...tender.paused } : null,
     };
   });
   setHandler(workerControlQuery, () => ({
@@ -179,25 +217,29 @@ export async function evalSet(raw: EvalSetInput): Promise<EvalSetResult> {
   const onSignal = <A>(
     def: SignalDefinition<[A]>,
     schema: z.ZodType<A>,
-    apply: (value: A, t: Tender) => void,
+    apply: (value: A, t: Tender) => void | Promise<void>,
   ): void => {
     setHandler(def, (payload: A) => {
       const parsed = parse(schema, payload, def.name);
+      // What the command still has to do (a pause tells the tasks): the handler waits for it.
+      let after: void | Promise<void> = undefined;
       withTender((t) => {
         const now = Date.now();
         if (!parsed.ok) return refuseSignal(t, parsed.message, now);
         try {
-          apply(parsed.value, t);
+          after = apply(parsed.value, t);
         } catch (err) {
           refuseSignal(t, `${def.name}: ${(err as Error).message}`, now);
         }
       });
+      return after;
     });
   };
-  const steerBySignal = (command: Steering, t: Tender): void => {
+  const steerBySignal = (command: Steering, t: Tender): void | Promise<void> => {
     const refused = t.refusal(command);
     if (refused !== undefined) throw new Error(refused);
     t.steer(command, Date.now());
+    return applyPause(command, t);
   };
   onSignal(holdRampSignal, holdRampArgsSchema, (args, t) =>
     steerBySignal({ kind: 'hold', args }, t),
@@ -207,6 +249,10 @@ export async function evalSet(raw: EvalSetInput): Promise<EvalSetResult> {
   );
   onSignal(setSamplesRampSignal, setSamplesRampArgsSchema, (args, t) =>
     steerBySignal({ kind: 'range', args }, t),
+  );
+  onSignal(pauseSignal, pauseArgsSchema, (args, t) => steerBySignal({ kind: 'pause', args }, t));
+  onSignal(unpauseSignal, unpauseArgsSchema, (args, t) =>
+    steerBySignal({ kind: 'unpause', args }, t),
   );
   onSignal(workerReportSignal, workerReportSchema, (report, t) => t.report(report));
   setDefaultSignalHandler((name) =>
@@ -262,7 +308,9 @@ export async function evalSet(raw: EvalSetInput): Promise<EvalSetResult> {
         await condition(() => tender !== undefined);
         const refused = tender!.refusal(steering);
         if (refused !== undefined) throw badInput(`${def.name}: ${refused}`);
-        return { message: tender!.steer(steering, Date.now()) };
+        const message = tender!.steer(steering, Date.now());
+        await applyPause(steering, tender!);
+        return { message };
       },
       { validator: (payload: A) => void check(payload) },
     );
@@ -270,6 +318,8 @@ export async function evalSet(raw: EvalSetInput): Promise<EvalSetResult> {
   onUpdate(holdRampUpdate, holdRampArgsSchema, (args) => ({ kind: 'hold', args }));
   onUpdate(resumeRampUpdate, resumeRampArgsSchema, (args) => ({ kind: 'resume', args }));
   onUpdate(setSamplesRampUpdate, setSamplesRampArgsSchema, (args) => ({ kind: 'range', args }));
+  onUpdate(pauseUpdate, pauseArgsSchema, (args) => ({ kind: 'pause', args }));
+  onUpdate(unpauseUpdate, unpauseArgsSchema, (args) => ({ kind: 'unpause', args }));
 
   if (!plan || !tender) {
     plan = await planEvalSet(input);
@@ -292,26 +342,7 @@ export async function evalSet(raw: EvalSetInput): Promise<EvalSetResult> {
   const finished = (): boolean => results.size === planned.tasks.length;
   const ended = (name: string) => condition(() => results.has(name) || failure !== undefined);
 
-  const sendLimits = async (names: string[]): Promise<void> => {
-    await Promise.all(
-      names.map(async (name) => {
-        const task = tended.tasks.get(name)!;
-        try {
-          await getExternalWorkflowHandle(taskWorkflowId(parentId, name)).signal(setLimitsSignal, {
-            setpoint: task.ramp.setpoint,
-            connectionLimit: task.ramp.connectionCeiling,
-          });
-        } catch (err) {
-          // The task closed before its end reached this workflow (a tend or a budget cut raced
-          // its last sample): its limits no longer matter, and its result is on the way.
-          log.info('setLimits not delivered: the task has closed', {
-            task: name,
-            error: (err as Error).message,
-          });
-        }
-      }),
-    );
-  };
+  const sendLimits = (names: string[]): Promise<void> => sendLimitsOf(tended, names);
 
   const runTask = async (task: TaskPlan): Promise<void> => {
     const entry = tended.tasks.get(task.name)!;
@@ -326,6 +357,7 @@ export async function evalSet(raw: EvalSetInput): Promise<EvalSetResult> {
         // The task finishes what it admitted even if this workflow is terminated, reset, or
         // continues-as-new: it reports its end by this workflow's id, which every run answers to.
         parentClosePolicy: ParentClosePolicy.ABANDON,
+        ...inheritedAttributes(),
         args: [
           {
             evalSet: planned.name,
@@ -334,7 +366,7 @@ export async function evalSet(raw: EvalSetInput): Promise<EvalSetResult> {
             definitionHash: planned.definitionHash,
             logDir: planned.logDir,
             parentId,
-            setpoint: entry.ramp.setpoint,
+            setpoint: tended.limits(task.name).setpoint,
             // Absent from plans made before limits (a run that continued-as-new across them).
             ...(planned.settings.limits ? { limits: planned.settings.limits } : {}),
           },

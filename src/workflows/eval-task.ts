@@ -23,6 +23,7 @@ import type { TaskActivities } from '../activities/task';
 import { ErrorType } from '../errors';
 import { countRanges, takeFromRanges } from '../core/ranges';
 import { cleaningUpOnCancel } from './cancel';
+import { taggedEvalSet } from './search-attributes';
 import { badInput } from './failures';
 import { INSPECT_LOG_PATCH, InspectLogCadence, rebuildEvery } from './inspect-log';
 import {
@@ -117,6 +118,8 @@ async function runTask(input: EvalTaskInput): Promise<TaskResult> {
   // The whole run id: run ids are UUIDv7, whose leading characters are a timestamp, so a prefix
   // is shared by launches a minute apart and a relaunch's samples would collide with the last's.
   const chain = firstExecutionRunId;
+  // Its samples carry the eval set's search attribute if this task was started with it.
+  const tag = taggedEvalSet();
   let setpoint = input.setpoint;
   let connectionLimit: number | null = null;
   let changed = false;
@@ -245,6 +248,7 @@ async function runTask(input: EvalTaskInput): Promise<TaskResult> {
     await CancellationScope.nonCancellable(() =>
       startSamples({
         taskQueue,
+        ...(tag === undefined ? {} : { evalSetAttribute: tag }),
         samples: indices.map((index) => ({
           evalSet: input.evalSet,
           task: input.task,

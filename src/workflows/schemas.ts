@@ -40,6 +40,19 @@ export const holdRampArgsSchema = z.lazy(() =>
 
 export const resumeRampArgsSchema = z.lazy(() => z.strictObject({ task: name.optional(), by }));
 
+export const pauseArgsSchema = z.lazy(() =>
+  z.strictObject({
+    reason: z
+      .string()
+      .trim()
+      .min(1, { error: 'must say why the eval set pauses' })
+      .max(1_000, { error: 'at most 1000 characters' }),
+    by,
+  }),
+);
+
+export const unpauseArgsSchema = z.lazy(() => z.strictObject({ by }));
+
 /** A ramp range: `[lo, hi]` with 1 <= lo <= hi, or `false` for no ramp. */
 export const samplesRampRangeSchema = z.lazy(() =>
   z
@@ -325,6 +338,8 @@ const tenderStateSchema = z.lazy(() =>
       global: holdSchema.nullable(),
       tasks: z.record(z.string(), holdSchema),
     }),
+    pause: holdSchema.nullable().optional(),
+    pausedWindow: z.boolean().optional(),
     history: z.array(historyEntrySchema),
     unsaved: z.array(historyEntrySchema).optional(),
   }),

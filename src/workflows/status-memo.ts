@@ -8,7 +8,7 @@
  * `ramp-history.jsonl`).
  */
 import { patched, upsertMemo } from '@temporalio/workflow';
-import type { EvalSetStatus, HoldRampArgs, RampState, TaskStatus } from './types';
+import type { EvalSetStatus, HoldRampArgs, PauseStatus, RampState, TaskStatus } from './types';
 
 /** The memo key; its value is a {@link StatusMemo}. */
 export const STATUS_MEMO_KEY = 'steward_status';
@@ -30,6 +30,8 @@ export interface StatusMemo {
   definition?: string;
   tasks: MemoTask[];
   holds: EvalSetStatus['holds'];
+  /** The pause in force; absent when none (so a memo without one is what it always was). */
+  paused?: PauseStatus;
 }
 
 /** What the memo records of a plan and its tasks' statuses. Pure. */
@@ -41,6 +43,7 @@ export function statusMemo(
     global: null,
     tasks: {},
   },
+  paused: PauseStatus | null = null,
 ): StatusMemo {
   const statuses = [...tasks].map((t) => t.status);
   return {
@@ -54,6 +57,7 @@ export function statusMemo(
       global: holds.global ? { ...holds.global } : null,
       tasks: Object.fromEntries(Object.entries(holds.tasks).map(([k, h]) => [k, { ...h }])),
     },
+    ...(paused ? { paused: { ...paused } } : {}),
   };
 }
 
@@ -66,11 +70,18 @@ export function recordStatus(
   tender: {
     tasks: Map<string, { status: TaskStatus }>;
     holds: { global: HoldRampArgs | null; tasks: Record<string, HoldRampArgs> };
+    paused?: PauseStatus | null;
   },
 ): void {
   if (!patched(STATUS_MEMO_PATCH)) return;
   upsertMemo({
-    [STATUS_MEMO_KEY]: statusMemo(Date.now(), plan, tender.tasks.values(), tender.holds),
+    [STATUS_MEMO_KEY]: statusMemo(
+      Date.now(),
+      plan,
+      tender.tasks.values(),
+      tender.holds,
+      tender.paused,
+    ),
   });
 }
 
@@ -108,7 +119,17 @@ export function parseStatusMemo(memo: Record<string, unknown> | undefined): Stat
     ...(typeof value.definition === 'string' ? { definition: value.definition } : {}),
     tasks: value.tasks,
     holds: (holds as StatusMemo['holds'] | undefined) ?? { global: null, tasks: {} },
+    ...(isPause(value.paused) ? { paused: value.paused } : {}),
   };
+}
+
+function isPause(value: unknown): value is PauseStatus {
+  return (
+    isRecord(value) &&
+    typeof value.reason === 'string' &&
+    Number.isFinite(value.since) &&
+    (value.by === undefined || typeof value.by === 'string')
+  );
 }
 
 function isRecord(value: unknown): value is Record<string, unknown> {

@@ -9,14 +9,17 @@ import {
   decideAccount,
   decideTend,
   initialSetpoints,
+  type Hold,
   type Holds,
   type RampChange,
   type RampSettings,
   type TaskWindow,
 } from '../core/ramp';
+import { QUIET_WINDOW, admitting, endWindow, holdsInForce, pause, unpause } from './pause';
 import type {
   AccountStatus,
   HoldRampArgs,
+  PauseArgs,
   RampHistoryEntry,
   ResolvedSettings,
   ResumeRampArgs,
@@ -26,6 +29,7 @@ import type {
   TendedAccount,
   TendedTask,
   TenderState,
+  UnpauseArgs,
   WorkerReport,
   WorkerWindow,
 } from './types';
@@ -34,7 +38,9 @@ import type {
 export type Steering =
   | { kind: 'hold'; args: HoldRampArgs }
   | { kind: 'resume'; args: ResumeRampArgs }
-  | { kind: 'range'; args: SetSamplesRampArgs };
+  | { kind: 'range'; args: SetSamplesRampArgs }
+  | { kind: 'pause'; args: PauseArgs }
+  | { kind: 'unpause'; args: UnpauseArgs };
 
 /** Entries kept in workflow state (and shown by `status`); the log has them all. */
 const HISTORY_KEPT = 100;
@@ -78,6 +84,20 @@ export class Tender {
 
   get holds(): Holds {
     return this.state.holds;
+  }
+
+  /** The pause in force, if any (src/workflows/pause.ts). */
+  get paused(): Hold | null {
+    return this.state.pause ?? null;
+  }
+
+  /** The limits to send a task: its setpoint is 0 while paused. */
+  limits(name: string): { setpoint: number; connectionLimit: number } {
+    const { ramp } = this.tasks.get(name)!;
+    return {
+      setpoint: admitting(this.state, ramp.setpoint),
+      connectionLimit: ramp.connectionCeiling,
+    };
   }
 
   get history(): readonly RampHistoryEntry[] {
@@ -130,17 +150,18 @@ export class Tender {
   tend(now: number): string[] {
     for (const name of this.tasks.keys()) this.noteStuck(name, now);
     const running = this.running();
+    const quiet = endWindow(this.state);
     const plan = decideTend({
       settings: this.state.settings,
       now,
-      holds: this.holds,
+      holds: holdsInForce(this.state),
       tasks: running.map((t) => ({
         ...t.ramp,
         name: t.plan.name,
         sandboxed: t.plan.sandboxed,
         status: 'running',
         remainingSamples: t.status.samples - t.status.completed - t.status.errored,
-        window: this.window(t),
+        window: quiet ? { ...QUIET_WINDOW } : this.window(t),
         accountManaged: this.accountOf(t.plan.name) !== undefined,
       })),
     });
@@ -159,7 +180,7 @@ export class Tender {
       };
       task.workers = emptyWindow();
     }
-    return [...new Set([...this.apply(plan.changes), ...this.tendAccounts(now)])];
+    return [...new Set([...this.apply(plan.changes), ...this.tendAccounts(now, quiet)])];
   }
 
   report(report: WorkerReport): void {
@@ -175,7 +196,7 @@ export class Tender {
    * has been parsed already (src/workflows/schemas.ts); this checks it against the run.
    */
   refusal(command: Steering): string | undefined {
-    const task = command.kind === 'range' ? undefined : command.args.task;
+    const task = 'task' in command.args ? command.args.task : undefined;
     if (task !== undefined && !this.tasks.has(task)) {
       const known = [...this.tasks.keys()];
       return known.length === 0
@@ -194,6 +215,18 @@ export class Tender {
     const refused = this.refusal(command);
     if (refused !== undefined) throw new Error(refused);
     const { by } = command.args;
+    if (command.kind === 'pause' || command.kind === 'unpause') {
+      const outcome =
+        command.kind === 'pause'
+          ? pause(this.state, command.args, now)
+          : unpause(this.state, command.args, now);
+      // Pausing a paused eval set (or resuming a running one) is answered, and leaves no entry.
+      if (outcome.changed) {
+        const { kind } = command;
+        this.log({ time: now, task: '*', kind, from: null, to: null, reason: outcome.message, by });
+      }
+      return outcome.message;
+    }
     const task = command.kind === 'range' ? '*' : (command.args.task ?? '*');
     let reason: string;
     switch (command.kind) {
@@ -233,26 +266,30 @@ export class Tender {
    * belong to the account); its running tasks show it and their workers' owners apply it.
    * Returns the tasks whose ceiling moved.
    */
-  private tendAccounts(now: number): string[] {
+  private tendAccounts(now: number, quiet: boolean): string[] {
     const touched: string[] = [];
     for (const account of this.accounts.values()) {
       const tasks = account.tasks.filter(
         (name) => this.tasks.get(name)?.status.state === 'running',
       );
       if (tasks.length === 0) continue;
+      // A window a pause touched raises nothing, and says nothing of pushback.
       const held =
-        this.holds.global !== null || tasks.some((name) => Object.hasOwn(this.holds.tasks, name));
+        quiet ||
+        this.holds.global !== null ||
+        tasks.some((name) => Object.hasOwn(this.holds.tasks, name));
       const w = account.window;
+      const read = quiet ? emptyWindow() : w;
       const decided = decideAccount(this.state.settings, now, {
         ...account.state,
         account: account.name,
         tasks,
         held,
         window: {
-          rateLimitEpisodes: w.rateLimitEpisodes,
-          controllerCuts: w.cuts,
-          controllerLimit: w.lowestLimit,
-          pushbackLevel: w.pushbackLevel,
+          rateLimitEpisodes: read.rateLimitEpisodes,
+          controllerCuts: read.cuts,
+          controllerLimit: read.lowestLimit,
+          pushbackLevel: read.pushbackLevel,
         },
       });
       account.state = decided.state;

@@ -7,7 +7,7 @@
 import { defineQuery, defineSignal, defineUpdate } from '@temporalio/workflow';
 import type { ResolvedSettings } from '../config/settings';
 import type { StallState } from './notify';
-import type { AccountRampState, Holds, RampSettings, TaskRampState } from '../core/ramp';
+import type { AccountRampState, Hold, Holds, RampSettings, TaskRampState } from '../core/ramp';
 import type { IndexRanges } from '../core/ranges';
 import type { ConcurrencySettings } from '../definition/types';
 import type { SampleLimits } from '../config/knobs';
@@ -111,6 +111,12 @@ export interface TenderState {
   /** The provider accounts, in the order they first reported (absent: carried from before them). */
   accounts?: TendedAccount[];
   holds: Holds;
+  /** A `steward pause` in force (absent: carried from before pausing existed, or never paused). */
+  pause?: Hold | null;
+  /**
+   * Whether the current window saw a pause: the ramp reads nothing from it (src/workflows/pause.ts).
+   */
+  pausedWindow?: boolean;
   /** The latest entries, oldest first. */
   history: RampHistoryEntry[];
   /** Entries not yet appended to the log (a steering signal can land just before a hand-over). */
@@ -292,11 +298,21 @@ export interface RampHistoryEntry {
   account?: string;
   /** `refused`: a steering signal that did not parse or could not apply (the reason says why). */
   /** `stuck`: samples of the task found stuck since the last entry (`from`, `to`: the counts). */
-  kind: 'setpoint' | 'connections' | 'hold' | 'resume' | 'range' | 'refused' | 'stuck';
+  /** `pause`, `unpause`: the whole eval set stopped admitting samples, and started again. */
+  kind:
+    | 'setpoint'
+    | 'connections'
+    | 'hold'
+    | 'resume'
+    | 'range'
+    | 'refused'
+    | 'stuck'
+    | 'pause'
+    | 'unpause';
   from: number | null;
   to: number | null;
   reason: string;
-  /** Who asked (for holds, resumes and ranges), e.g. `alice@host`. */
+  /** Who asked (for holds, resumes, ranges, pauses), e.g. `alice@host`. */
   by?: string;
 }
 
@@ -309,6 +325,25 @@ export interface HoldRampArgs {
 
 export interface ResumeRampArgs {
   task?: string;
+  by?: string;
+}
+
+/** `steward pause`: no task admits samples until unpaused; running samples finish. */
+export interface PauseArgs {
+  reason: string;
+  by?: string;
+}
+
+/** `steward resume`: every task admits again, at the setpoint the ramp kept for it. */
+export interface UnpauseArgs {
+  by?: string;
+}
+
+/** A pause in force, as `status` shows it. */
+export interface PauseStatus {
+  reason: string;
+  /** Epoch milliseconds. */
+  since: number;
   by?: string;
 }
 
@@ -416,6 +451,8 @@ export interface EvalSetStatus {
   /** The latest entries, oldest first; the whole history is in `<log_dir>/ramp-history.jsonl`. */
   ramp_history: RampHistoryEntry[];
   holds: { global: HoldRampArgs | null; tasks: Record<string, HoldRampArgs> };
+  /** The pause in force; null or absent: not paused. */
+  paused?: PauseStatus | null;
 }
 
 export interface EvalSetResult {
@@ -449,6 +486,8 @@ export const setLimitsSignal =
 export const holdRampSignal = defineSignal<[HoldRampArgs]>('holdRamp');
 export const resumeRampSignal = defineSignal<[ResumeRampArgs]>('resumeRamp');
 export const setSamplesRampSignal = defineSignal<[SetSamplesRampArgs]>('setSamplesRamp');
+export const pauseSignal = defineSignal<[PauseArgs]>('pause');
+export const unpauseSignal = defineSignal<[UnpauseArgs]>('unpause');
 export const workerReportSignal = defineSignal<[WorkerReport]>('workerReport');
 /**
  * The steering updates: the same names and arguments as the signals, but the sender waits for
@@ -460,6 +499,9 @@ export const resumeRampUpdate = defineUpdate<SteeringAnswer, [ResumeRampArgs]>('
 export const setSamplesRampUpdate = defineUpdate<SteeringAnswer, [SetSamplesRampArgs]>(
   'setSamplesRamp',
 );
+/** Pausing a paused eval set, or unpausing one that is not, is answered, and changes nothing. */
+export const pauseUpdate = defineUpdate<SteeringAnswer, [PauseArgs]>('pause');
+export const unpauseUpdate = defineUpdate<SteeringAnswer, [UnpauseArgs]>('unpause');
 export const statusQuery = defineQuery<EvalSetStatus>('status');
 /** What worker processes follow: polled often, so it is small and costs no history. */
 export interface WorkerControl {

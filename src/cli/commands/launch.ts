@@ -25,6 +25,7 @@ import { rescoreEndedTasks } from '../../logs/rescore';
 import { checkLogDir, openLogStore, sampleKey } from '../../logs/store';
 import { checkModelEnvironment } from '../../models';
 import { connectClient, resolveTemporal, type TemporalTarget } from '../../temporal/connection';
+import { evalSetTagging } from '../../temporal/search-attributes';
 import { stewardHome } from '../../util/home';
 import { watchLineage } from '../../util/lineage';
 import { PACKAGE_ROOT } from '../../workers/bundle';
@@ -162,11 +163,18 @@ export async function launchCommand(file: string, opts: LaunchOptions): Promise<
       say(
         `resuming eval set ${definition.name}: ${done} of ${total} samples already completed will not be re-run`,
       );
+    const { typedSearchAttributes, warning } = await evalSetTagging(
+      client,
+      temporal,
+      definition.name,
+    );
+    if (warning) say(warning);
     handle = await client.workflow.start<typeof evalSet>('evalSet', {
       workflowId,
       taskQueue: STEWARD_TASK_QUEUE,
       args: [input],
       workflowIdReusePolicy: WorkflowIdReusePolicy.ALLOW_DUPLICATE,
+      ...(typedSearchAttributes ? { typedSearchAttributes } : {}),
     });
     say(`started eval set ${definition.name} (workflow ${workflowId}), results in ${logDir}`);
   }

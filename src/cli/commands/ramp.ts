@@ -103,13 +103,18 @@ export function requireKnownTask(
 }
 
 /** One steering command, both ways it can travel. */
-interface Command {
+export interface Command {
   update(handle: WorkflowHandle): Promise<SteeringAnswer>;
   signal(handle: WorkflowHandle): Promise<void>;
-  said(target: EvalSetTarget): string;
+  /** What to print once sent; `answer` is the workflow's, absent when it went as a signal. */
+  said(target: EvalSetTarget, answer?: SteeringAnswer): string;
 }
 
-async function steer(
+/**
+ * Sends a steering command to an eval set (default: the only one running): as an update when its
+ * workers answer, else as the signal of the same name. `task`, when named, must be one of its.
+ */
+export async function steer(
   evalSet: string | undefined,
   task: string | undefined,
   command: Command,
@@ -129,6 +134,7 @@ async function steer(
         ExitCode.environment,
       );
     }
+    let answer: SteeringAnswer | undefined;
     try {
       if (status instanceof Error) {
         await command.signal(handle);
@@ -142,14 +148,14 @@ async function steer(
             status.tasks.map((t) => t.name),
             task,
           );
-        await client.connection.withDeadline(Date.now() + UPDATE_TIMEOUT_MS, () =>
+        answer = await client.connection.withDeadline(Date.now() + UPDATE_TIMEOUT_MS, () =>
           command.update(handle),
         );
       }
     } catch (err) {
       throw steeringError(err, target);
     }
-    process.stdout.write(`${command.said(target)}\n`);
+    process.stdout.write(`${command.said(target, answer)}\n`);
     return ExitCode.ok;
   } finally {
     await client.connection.close();
