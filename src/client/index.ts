@@ -27,9 +27,11 @@ import {
   STEWARD_TASK_QUEUE,
   evalSetWorkflowId,
   holdRampUpdate,
+  pauseUpdate,
   resumeRampUpdate,
   setSamplesRampUpdate,
   statusQuery,
+  unpauseUpdate,
   type EvalSetInput,
   type EvalSetResult,
   type EvalSetStatus,
@@ -46,12 +48,15 @@ export type {
   EvalSetResult,
   EvalSetStatus,
   HoldRampArgs,
+  PauseArgs,
+  PauseStatus,
   RampHistoryEntry,
   ResumeRampArgs,
   SetSamplesRampArgs,
   SteeringAnswer,
   TaskResult,
   TaskStatus,
+  UnpauseArgs,
 } from '../workflows/types';
 /** The workflow's own definitions, for `handle.executeUpdate`, `signal` and `query`. */
 export {
@@ -59,11 +64,15 @@ export {
   evalSetWorkflowId,
   holdRampSignal,
   holdRampUpdate,
+  pauseSignal,
+  pauseUpdate,
   resumeRampSignal,
   resumeRampUpdate,
   setSamplesRampSignal,
   setSamplesRampUpdate,
   statusQuery,
+  unpauseSignal,
+  unpauseUpdate,
   workerControlQuery,
   workerReportSignal,
 } from '../workflows/types';
@@ -93,6 +102,16 @@ export class EvalSetRun {
     return this.handle.executeUpdate(resumeRampUpdate, {
       args: [{ ...args, by: whoIsSteering() }],
     });
+  }
+
+  /** Stops admitting samples to every task (running ones finish); answers what it recorded. */
+  pause(args: { reason: string }): Promise<SteeringAnswer> {
+    return this.handle.executeUpdate(pauseUpdate, { args: [{ ...args, by: whoIsSteering() }] });
+  }
+
+  /** Lifts a pause: every task admits again at the setpoint the ramp kept. */
+  unpause(): Promise<SteeringAnswer> {
+    return this.handle.executeUpdate(unpauseUpdate, { args: [{ by: whoIsSteering() }] });
   }
 
   /** A new `samples_ramp` for the live run (`false`: ramp off); it acts at the next tend. */
