@@ -152,9 +152,13 @@ test('the dashboard follows a live run tend by tend and shows what status --json
 
     // The workers gone, nothing moves: the page and `steward status --json` read the same run.
     await killTree(launch.child.pid!);
-    const still = await step('workers-away');
+    // Both wait out the status query's timeout: side by side.
+    const [still, asked] = await Promise.all([
+      step('workers-away'),
+      runCli(['status', name, '--json'], { env }),
+    ]);
     expect(still.text).toContain('workers not answering: numbers as recorded at');
-    const status = JSON.parse((await runCli(['status', name, '--json'], { env })).stdout) as {
+    const status = JSON.parse(asked.stdout) as {
       workers: string;
       tasks: Record<string, number | string | null>[];
       accounts?: { account: string }[];
@@ -203,8 +207,10 @@ test('the dashboard follows a live run tend by tend and shows what status --json
     await client.workflow.getHandle(id).terminate('the dashboard test is done with it');
     const svgFile = path.join(dir, 'run.svg');
     const pngFile = path.join(dir, 'run.png');
-    for (const out of [svgFile, pngFile]) {
-      const plotted = await runCli(['plot', name, '-o', out], { env });
+    const plots = await Promise.all(
+      [svgFile, pngFile].map((out) => runCli(['plot', name, '-o', out], { env })),
+    );
+    for (const plotted of plots) {
       expect(plotted).toMatchObject({ code: 0, stderr: '' });
       expect(plotted.stdout).toContain(`${TASKS.length} tasks`);
     }
