@@ -26,6 +26,7 @@ import {
   type TaskResult,
   type TaskStatus,
 } from '../workflows/types';
+import type { TendRecord } from '../workflows/tend-record';
 import { withTimeout } from '../util/timeout';
 import type { ActivityDeps } from './deps';
 import { failOnDefinition, failOnLogWrite } from './errors';
@@ -109,14 +110,22 @@ export function createControlActivities(deps: ActivityDeps) {
       return answers.flatMap((a) => (a.status === 'fulfilled' && a.value ? [a.value] : []));
     },
 
-    /** Appends ramp history entries to `<log_dir>/ramp-history.jsonl`, one JSON object a line. */
-    async appendRampHistory(args: { logDir: string; entries: RampHistoryEntry[] }): Promise<void> {
-      await deps
-        .logStore(args.logDir)
-        .appendRampHistory(args.entries)
-        .catch((err: unknown) => {
-          throw failOnLogWrite(err);
-        });
+    /**
+     * Appends ramp history entries to `<log_dir>/ramp-history.jsonl` and the tend's record, if
+     * any, to `<log_dir>/tend.jsonl`, one JSON object a line: one activity per tend.
+     */
+    async appendRampHistory(args: {
+      logDir: string;
+      entries: RampHistoryEntry[];
+      tend?: TendRecord;
+    }): Promise<void> {
+      const store = deps.logStore(args.logDir);
+      try {
+        if (args.entries.length > 0) await store.appendRampHistory(args.entries);
+        if (args.tend) await store.appendTendRecord(args.tend);
+      } catch (err) {
+        throw failOnLogWrite(err);
+      }
     },
 
     async writeEvalSetSummary(result: EvalSetResult): Promise<void> {

@@ -130,6 +130,28 @@ program
     process.exitCode = await resumeCommand(name);
   });
 
+program
+  .command('dashboard')
+  .description('serve a live web page of an eval set (running or finished) on 127.0.0.1')
+  .argument('[name]', 'eval set name (default: the only running one)')
+  .option('--port <n>', 'port to listen on (default 7860; 0: any free port)', (v) =>
+    v === '0' ? 0 : positiveInt(v),
+  )
+  .action(async (name: string | undefined, opts: { port?: number }) => {
+    const { dashboardCommand } = await import('./commands/dashboard.js');
+    process.exitCode = await dashboardCommand(name, opts);
+  });
+
+program
+  .command('plot')
+  .description("draw an eval set's dashboard charts to an SVG or PNG file")
+  .argument('[name]', 'eval set name (default: the only running one)')
+  .requiredOption('-o, --output <file>', 'the file to write: .svg or .png')
+  .action(async (name: string | undefined, opts: { output: string }) => {
+    const { plotCommand } = await import('./commands/plot.js');
+    process.exitCode = await plotCommand(name, opts);
+  });
+
 const ramp = program
   .command('ramp')
   .description('steer the sample ramp of a running eval set; it acts at the next tend');

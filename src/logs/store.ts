@@ -6,6 +6,8 @@
  *   <log_dir>/<task>/task.json                  the task's identity, recorded when it first ran
  *   <log_dir>/<task>/samples/<id>.e<epoch>.json  one completed sample, written exactly once
  *   <log_dir>/<task>/errors/<id>.e<epoch>.json   the latest failure of a sample not yet completed
+ *   <log_dir>/ramp-history.jsonl                every ramp move, hold and steering, one a line
+ *   <log_dir>/tend.jsonl                        every tend's numbers per task and account
  *
  * A completed sample is published with link(2), which refuses to replace an existing file, so a
  * sample retried after a crash can never be recorded twice, and readers never see half a file.
@@ -18,9 +20,14 @@ import type { ChatMessage, Score, TokenUsage } from '../definition/types';
 import type { SampleLimitHit } from '../eval/limits';
 import type { AttemptError } from '../eval/retries';
 import { ErrorType, ExitCode, StewardError } from '../errors';
+import type { TendRecord } from '../workflows/tend-record';
 import type { EvalSetResult, RampHistoryEntry, TaskResult } from '../workflows/types';
 
 export const LOG_FORMAT_VERSION = 1;
+/** The ramp history, one entry a line (docs/log-format.md). */
+export const RAMP_HISTORY_FILE = 'ramp-history.jsonl';
+/** Each tend's record, one a line (docs/log-format.md). */
+export const TEND_FILE = 'tend.jsonl';
 
 export interface SampleRecord {
   version: number;
@@ -104,6 +111,12 @@ export interface LogStore {
   readEvalSetSummary(): Promise<EvalSetSummary | undefined>;
   /** Appends to the ramp history (an activity retried after a crash may append twice). */
   appendRampHistory(entries: RampHistoryEntry[]): Promise<void>;
+  /** The whole ramp history; a line cut short by a crash is skipped. */
+  readRampHistory(): Promise<RampHistoryEntry[]>;
+  /** Appends one tend's record to `tend.jsonl` (a retried activity may append it twice). */
+  appendTendRecord(record: TendRecord): Promise<void>;
+  /** Every tend's record, oldest first; a line cut short by a crash is skipped. */
+  readTendRecords(): Promise<TendRecord[]>;
   readTaskIdentity(task: string): Promise<TaskIdentityRecord | undefined>;
   /** Publishes a task's identity unless one is recorded (`exists`: it is left alone). */
   writeTaskIdentity(record: TaskIdentityRecord): Promise<'written' | 'exists'>;
@@ -200,10 +213,26 @@ class JsonDirLogStore implements LogStore {
   }
 
   async appendRampHistory(entries: RampHistoryEntry[]): Promise<void> {
-    const file = path.join(this.dir, 'ramp-history.jsonl');
+    await this.appendLines(RAMP_HISTORY_FILE, entries);
+  }
+
+  async readRampHistory(): Promise<RampHistoryEntry[]> {
+    return readJsonLines<RampHistoryEntry>(path.join(this.dir, RAMP_HISTORY_FILE));
+  }
+
+  async appendTendRecord(record: TendRecord): Promise<void> {
+    await this.appendLines(TEND_FILE, [record]);
+  }
+
+  async readTendRecords(): Promise<TendRecord[]> {
+    return readJsonLines<TendRecord>(path.join(this.dir, TEND_FILE));
+  }
+
+  private async appendLines(name: string, values: unknown[]): Promise<void> {
+    const file = path.join(this.dir, name);
     try {
       await fs.mkdir(this.dir, { recursive: true });
-      await fs.appendFile(file, entries.map((e) => `${JSON.stringify(e)}\n`).join(''));
+      await fs.appendFile(file, values.map((e) => `${JSON.stringify(e)}\n`).join(''));
     } catch (err) {
       throw await logWriteError(file, err);
     }
@@ -315,4 +344,23 @@ async function readJson<T>(file: string): Promise<T | undefined> {
     if (errno(err) === 'ENOENT') return undefined;
     throw err;
   }
+}
+
+/** The JSON lines of `file` (none if it is missing); a line that does not parse is skipped. */
+async function readJsonLines<T>(file: string): Promise<T[]> {
+  let text: string;
+  try {
+    text = await fs.readFile(file, 'utf8');
+  } catch (err) {
+    if (errno(err) === 'ENOENT') return [];
+    throw err;
+  }
+  return text.split('\n').flatMap((line) => {
+    if (line.trim() === '') return [];
+    try {
+      return [JSON.parse(line) as T];
+    } catch {
+      return [];
+    }
+  });
 }

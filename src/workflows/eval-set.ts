@@ -13,6 +13,7 @@ import {
   continueAsNew,
   getExternalWorkflowHandle,
   log,
+  patched,
   proxyActivities,
   setDefaultSignalHandler,
   setHandler,
@@ -44,6 +45,7 @@ import {
   workerReportSchema,
 } from './schemas';
 import { Tender, type Steering } from './tend';
+import { TEND_RECORD_PATCH, tendRecord } from './tend-record';
 import {
   evalSetWorkflowId,
   holdRampSignal,
@@ -393,10 +395,20 @@ export async function evalSet(raw: EvalSetInput): Promise<EvalSetResult> {
     );
   })();
 
-  const flushHistory = async (): Promise<void> => {
+  // After a tend and at the end, with the tend's record (`tend.jsonl`) in the same activity.
+  const flushHistory = async (afterTend = false): Promise<void> => {
     const entries = tended.takeUnsaved();
     notifier.history(entries);
-    if (entries.length > 0) await appendRampHistory({ logDir: planned.logDir, entries });
+    const tend =
+      afterTend && patched(TEND_RECORD_PATCH)
+        ? tendRecord(
+            Date.now(),
+            [...tended.tasks.values()].map((t) => t.status),
+            tended.accountStatus(),
+          )
+        : undefined;
+    if (entries.length > 0 || tend)
+      await appendRampHistory({ logDir: planned.logDir, entries, ...(tend ? { tend } : {}) });
   };
 
   // Cancelled: the tasks still running are cancelled too (each cancels its samples, which remove
@@ -453,7 +465,7 @@ export async function evalSet(raw: EvalSetInput): Promise<EvalSetResult> {
       }
       notifier.tend(watched);
       await sendLimits(tended.tend(Date.now()));
-      await flushHistory();
+      await flushHistory(true);
       if (shouldContinueAsNew() && !finished() && !failure) {
         await condition(() => allHandlersFinished() && starting === 0);
         const next: EvalSetCarry = {
@@ -479,7 +491,7 @@ export async function evalSet(raw: EvalSetInput): Promise<EvalSetResult> {
       });
     }
     await scheduler;
-    await flushHistory();
+    await flushHistory(true);
 
     const tasks = planned.tasks.map((t) => results.get(t.name)!);
     const result: EvalSetResult = {
