@@ -37,7 +37,10 @@ beforeAll(async () => {
   expect(help.code).toBe(0);
   launchHelp = help.stdout;
   const readme = readFileSync(path.join(REPO_ROOT, 'README.md'), 'utf8');
-  const section = readme.slice(readme.indexOf('## The knobs'));
+  // The section alone: later sections have tables of their own (Notifications' events).
+  const start = readme.indexOf('## The knobs');
+  const end = readme.indexOf('\n## ', start + 1);
+  const section = readme.slice(start, end === -1 ? undefined : end);
   readmeRows = section.split('\n').filter((line) => line.startsWith('| `'));
 });
 

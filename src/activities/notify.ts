@@ -5,17 +5,15 @@
  * than its scheme and host: its path may be a secret.
  */
 import { ApplicationFailure } from '@temporalio/common';
-import { describeUrl, urlVariable, type NotifyTarget } from '../config/notify';
+import { describeUrl, urlVariable } from '../config/notify';
 import { ErrorType } from '../errors';
 import type { NotifyEvent } from '../workflows/notify';
+import type { NotifyDelivery } from '../workflows/types';
 
 /** One attempt's time, connection to last byte. */
 export const NOTIFY_ATTEMPT_TIMEOUT_MS = 10_000;
 
-export interface NotifyArgs {
-  target: NotifyTarget;
-  event: NotifyEvent;
-}
+export type NotifyArgs = NotifyDelivery;
 
 export interface NotifyDeps {
   env: NodeJS.ProcessEnv;

@@ -338,7 +338,7 @@ export async function evalSet(raw: EvalSetInput): Promise<EvalSetResult> {
   const planned = plan;
   const tended = tender;
   const settings = planned.settings;
-  const notifier = new Notifier(planned.name, settings.notify ?? [], carry?.stalls);
+  const notifier = new Notifier(planned.name, settings.notify ?? [], carry);
   for (const act of early.splice(0)) act(tended);
 
   const finished = (): boolean => results.size === planned.tasks.length;
@@ -475,7 +475,7 @@ export async function evalSet(raw: EvalSetInput): Promise<EvalSetResult> {
           results: [...results.values()],
           observedAt,
           runs: runs + 1,
-          ...notifier.carry(),
+          ...(await notifier.carry()),
         };
         await continueAsNew<typeof evalSet>({ ...input, carry: next });
       }

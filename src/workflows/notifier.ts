@@ -2,7 +2,8 @@
  * Sends the eval set's events (decided by `notify.ts`) to its webhooks: one `notify` activity per
  * event and webhook, started and not awaited, so a slow or dead webhook never holds up a tend.
  * Its retries are the activity's policy; a delivery that still fails is logged and dropped.
- * Delivery never fails the eval set.
+ * Delivery never fails the eval set. A delivery still being tried when the eval set continues as
+ * new goes on in the next run (a run's activities end with it): at least once, never lost.
  */
 import { condition, log, patched, proxyActivities } from '@temporalio/workflow';
 import type { NotifyActivities } from '../activities/notify';
@@ -16,7 +17,7 @@ import {
   type NotifyTaskCounts,
   type StallState,
 } from './notify';
-import type { RampHistoryEntry, TaskStatus } from './types';
+import type { NotifyDelivery, RampHistoryEntry, TaskStatus } from './types';
 
 /** Workflows started before notifications issue none of these commands on replay. */
 export const NOTIFY_PATCH = 'notify-webhooks';
@@ -26,6 +27,12 @@ export const NOTIFY_PATCH = 'notify-webhooks';
  * drops them. Enough for a few retries of a webhook that hiccups; a dead one costs this, once.
  */
 export const NOTIFY_DRAIN_MS = 15_000;
+
+/**
+ * How long a run about to continue as new lets deliveries in progress finish: one that succeeds
+ * meanwhile is not sent again by the next run, which takes over the rest.
+ */
+export const NOTIFY_HANDOVER_MS = 2_000;
 
 // About five minutes of attempts (1 s, 2 s, 4 s ... at most a minute apart), each bounded by the
 // activity's own timeout of 10 s.
@@ -42,20 +49,30 @@ const { notify } = proxyActivities<NotifyActivities>({
 
 export class Notifier {
   private readonly stalls: StallWatch;
-  private pending = 0;
+  /** Deliveries being tried, by a number of this run's. */
+  private readonly pending = new Map<number, NotifyDelivery>();
+  private sent = 0;
   private enabled: boolean | undefined;
 
   constructor(
     private readonly evalSet: string,
     private readonly targets: readonly NotifyTarget[],
-    saved?: Record<string, StallState>,
+    saved: { stalls?: Record<string, StallState>; deliveries?: NotifyDelivery[] } = {},
   ) {
-    this.stalls = new StallWatch(undefined, saved);
+    this.stalls = new StallWatch(undefined, saved.stalls);
+    // The last run's deliveries that were still being tried when it handed over.
+    for (const delivery of saved.deliveries ?? []) this.deliver(delivery);
   }
 
-  /** For the next run's carry: nothing unless notifications are on. */
-  carry(): { stalls?: Record<string, StallState> } {
-    return this.enabled ? { stalls: this.stalls.save() } : {};
+  /**
+   * For the next run's carry: nothing unless notifications are on. Waits a little for deliveries
+   * in progress; the next run goes on with the others.
+   */
+  async carry(): Promise<{ stalls?: Record<string, StallState>; deliveries?: NotifyDelivery[] }> {
+    if (!this.enabled) return {};
+    if (this.pending.size > 0) await condition(() => this.pending.size === 0, NOTIFY_HANDOVER_MS);
+    const deliveries = [...this.pending.values()];
+    return { stalls: this.stalls.save(), ...(deliveries.length > 0 ? { deliveries } : {}) };
   }
 
   /** The ramp history's new entries: holds, pauses and resumes are events. */
@@ -78,7 +95,7 @@ export class Notifier {
 
   /** Waits, a little, for deliveries still being tried: the workflow is about to close. */
   async drain(): Promise<void> {
-    if (this.pending > 0) await condition(() => this.pending === 0, NOTIFY_DRAIN_MS);
+    if (this.pending.size > 0) await condition(() => this.pending.size === 0, NOTIFY_DRAIN_MS);
   }
 
   private on(): boolean {
@@ -92,21 +109,22 @@ export class Notifier {
 
   private send(events: readonly NotifyEvent[]): void {
     if (events.length === 0 || !this.on()) return;
-    for (const event of events) {
-      for (const target of this.targets) {
-        this.pending++;
-        void notify({ target, event })
-          .catch((err: unknown) => {
-            const cause = (err as { cause?: Error }).cause;
-            log.warn('notification not delivered', {
-              event: event.kind,
-              webhook: describeUrl(target.url),
-              error: cause?.message ?? (err as Error).message,
-            });
-          })
-          .finally(() => this.pending--)
-          .catch(() => undefined);
-      }
-    }
+    for (const event of events) for (const target of this.targets) this.deliver({ target, event });
+  }
+
+  private deliver(delivery: NotifyDelivery): void {
+    const id = this.sent++;
+    this.pending.set(id, delivery);
+    void notify(delivery)
+      .catch((err: unknown) => {
+        const cause = (err as { cause?: Error }).cause;
+        log.warn('notification not delivered', {
+          event: delivery.event.kind,
+          webhook: describeUrl(delivery.target.url),
+          error: cause?.message ?? (err as Error).message,
+        });
+      })
+      .finally(() => this.pending.delete(id))
+      .catch(() => undefined);
   }
 }

@@ -379,6 +379,14 @@ export const evalSetCarrySchema = z.lazy(() =>
         z.looseObject({ done: count, quiet: count, since: epochMs, stalled: z.boolean() }),
       )
       .optional(),
+    deliveries: z
+      .array(
+        z.looseObject({
+          target: z.looseObject({ url: z.string(), format: z.enum(['json', 'slack']) }),
+          event: z.looseObject({ kind: z.string(), eval_set: z.string(), time: z.string() }),
+        }),
+      )
+      .optional(),
   }),
 );
 

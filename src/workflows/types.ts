@@ -6,7 +6,8 @@
  */
 import { defineQuery, defineSignal, defineUpdate } from '@temporalio/workflow';
 import type { ResolvedSettings } from '../config/settings';
-import type { StallState } from './notify';
+import type { NotifyTarget } from '../config/notify';
+import type { NotifyEvent, StallState } from './notify';
 import type { AccountRampState, Hold, Holds, RampSettings, TaskRampState } from '../core/ramp';
 import type { IndexRanges } from '../core/ranges';
 import type { ConcurrencySettings } from '../definition/types';
@@ -55,6 +56,14 @@ export interface EvalSetCarry {
   runs: number;
   /** Each running task's progress as the stall watch saw it (absent: notifications off). */
   stalls?: Record<string, StallState>;
+  /** Notifications the last run was still delivering when it handed over: sent again. */
+  deliveries?: NotifyDelivery[];
+}
+
+/** One notification to one webhook: what the `notify` activity delivers. */
+export interface NotifyDelivery {
+  target: NotifyTarget;
+  event: NotifyEvent;
 }
 
 /** The ramp's view of one task between tends (see src/workflows/tend.ts). */
