@@ -4,7 +4,14 @@
  * tasks. Pure and deterministic (workflow code); `notifier.ts` sends what this decides, and the
  * `notify` activity delivers it.
  */
-import type { RampHistoryEntry, TaskStatus } from './types';
+/** What an event takes of a ramp-history entry (a `RampHistoryEntry` has it). */
+interface HistoryEntry {
+  time: string;
+  task: string;
+  kind: string;
+  reason: string;
+  by?: string;
+}
 
 /**
  * The ramp-history kinds that are events: a hold placed, and the eval set paused or resumed
@@ -72,10 +79,7 @@ const base = ({ evalSet, now }: EventContext): EventBase => ({
 });
 
 /** The ramp history's new entries that are events, in order. */
-export function historyEvents(
-  entries: readonly RampHistoryEntry[],
-  ctx: EventContext,
-): NotifyEvent[] {
+export function historyEvents(entries: readonly HistoryEntry[], ctx: EventContext): NotifyEvent[] {
   const kinds: readonly string[] = NOTIFY_HISTORY_KINDS;
   return entries
     .filter((entry) => kinds.includes(entry.kind))
@@ -122,10 +126,15 @@ export interface StallState {
   stalled: boolean;
 }
 
-type Observed = Pick<
-  TaskStatus,
-  'name' | 'state' | 'samples' | 'completed' | 'errored' | 'in_flight'
->;
+/** What the stall watch reads of a task's status (a `TaskStatus` has it). */
+interface Observed {
+  name: string;
+  state: 'waiting' | 'running' | 'done';
+  samples: number;
+  completed: number;
+  errored: number;
+  in_flight: number;
+}
 
 /**
  * Finds stalled tasks, one tend at a time: a task is stalled after {@link STALL_WINDOWS} windows
