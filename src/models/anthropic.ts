@@ -23,13 +23,13 @@ import type {
   Tool,
 } from '@anthropic-ai/sdk/resources/messages';
 import { ANTHROPIC_DEFAULT_MAX_TOKENS, type AnthropicArgs } from '../config/models';
-import type { ModelHooks } from '.';
 import {
   DEFAULT_TIMEOUT_MS,
   describeBody,
   explainFailure,
   ModelResponseError,
   reportHeaders,
+  type ModelHooks,
 } from './http';
 import type {
   ChatMessage,

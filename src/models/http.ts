@@ -3,7 +3,11 @@
  * the account, and failures that say what the endpoint did. Both official SDKs have the same
  * error classes (by name) and the same `withResponse()`, so one reading serves both.
  */
-import type { ModelHooks } from '.';
+/** What a model reports as it answers, to whoever governs its calls. */
+export interface ModelHooks {
+  /** Every HTTP answer's headers (success or error), by lower-case name. */
+  onResponseHeaders?(get: (name: string) => string | null | undefined): void;
+}
 
 /**
  * A 2xx answer that is not a completion (no choices, an HTML page from a proxy, ...).

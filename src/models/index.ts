@@ -28,11 +28,9 @@ export {
   type ParsedModelName,
 } from '../config/models';
 
-/** What a model reports as it answers, to whoever governs its calls. */
-export interface ModelHooks {
-  /** Every HTTP answer's headers (success or error), by lower-case name. */
-  onResponseHeaders?(get: (name: string) => string | null | undefined): void;
-}
+import type { ModelHooks } from './http';
+
+export type { ModelHooks };
 
 /** Where a model's requests go and the environment variables that say so. */
 export interface ModelCredentials {

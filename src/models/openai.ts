@@ -15,13 +15,13 @@ import type {
   ChatCompletionTool,
 } from 'openai/resources/chat/completions';
 import type { OpenAIArgs } from '../config/models';
-import type { ModelHooks } from '.';
 import {
   DEFAULT_TIMEOUT_MS,
   describeBody,
   explainFailure,
   ModelResponseError,
   reportHeaders,
+  type ModelHooks,
 } from './http';
 import type {
   ChatMessage,
