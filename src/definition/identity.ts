@@ -12,21 +12,9 @@
  * keeps it (`<log_dir>/<task>/task.json`).
  */
 import { createHash } from 'node:crypto';
-import type { EvalSetDefinition, Sample } from './types';
+import type { EvalSetDefinition, Sample, TaskIdentity } from './types';
 
-export interface TaskIdentity {
-  model: string;
-  model_args: Record<string, unknown>;
-  /** The solver chain: built-ins by name and options, a function by its name and code's hash. */
-  solver: unknown[];
-  scorer: unknown;
-  /** The samples as loaded (a reformatted file with the same samples is the same dataset). */
-  dataset: { samples: number; sha256: string };
-  epochs: number;
-  config: Record<string, unknown>;
-  /** The sandbox spec as read (image, or the compose file's services); null without one. */
-  sandbox: unknown;
-}
+export type { TaskIdentity };
 
 /** What `<log_dir>/<task>/task.json` holds. */
 export interface TaskIdentityRecord {

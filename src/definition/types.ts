@@ -10,7 +10,6 @@
 import type { ConcurrencySettings, SampleLimits } from '../config/knobs';
 import type { Scoring } from '../core/reducers';
 import type { Sandbox, SandboxSpec } from '../sandbox/types';
-import type { TaskIdentity } from './identity';
 
 /** A chat message, in the shape the OpenAI-compatible wire protocol uses. */
 export type ChatMessage =
@@ -176,6 +175,21 @@ export interface TaskDefinition {
 
 /** Concurrency knobs as written in a definition: declared, with their rules, in `config/knobs.ts`. */
 export type { ConcurrencySettings };
+
+/** What a task's results depend on (see `identity.ts`): a relaunch into its log dir must match. */
+export interface TaskIdentity {
+  model: string;
+  model_args: Record<string, unknown>;
+  /** The solver chain: built-ins by name and options, a function by its name and code's hash. */
+  solver: unknown[];
+  scorer: unknown;
+  /** The samples as loaded (a reformatted file with the same samples is the same dataset). */
+  dataset: { samples: number; sha256: string };
+  epochs: number;
+  config: Record<string, unknown>;
+  /** The sandbox spec as read (image, or the compose file's services); null without one. */
+  sandbox: unknown;
+}
 
 export interface EvalSetDefinition {
   name: string;
