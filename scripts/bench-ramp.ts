@@ -37,7 +37,8 @@ import {
   rateLimitedShare,
   setpointSteps,
 } from './ramp/measure';
-import { renderRampPlot, rampPlotSpec, svgToPng, type RampPlotInput } from './ramp/plot';
+import { svgToPng } from '../src/dashboard/render';
+import { renderRampPlot, rampPlotSpec, type RampPlotInput } from './ramp/plot';
 import {
   API_KEY,
   PROVIDER,

@@ -7,7 +7,7 @@ import * as os from 'node:os';
 import * as path from 'node:path';
 import type { MeasuredProcess } from '../ramp/launch';
 import { mean } from '../ramp/measure';
-import { renderVegaLite, svgToPng } from '../ramp/plot';
+import { renderSvg, svgToPng } from '../../src/dashboard/render';
 import { peersPlotSpec, type PeerPoint } from './plot';
 import type { ProfileName } from './profiles';
 
@@ -155,7 +155,7 @@ export async function writePlot(file: string, title: string, measured: Measured[
     samplesInFlight: m.samplesInFlight,
   }));
   const spec = peersPlotSpec(title, points);
-  const svg = await renderVegaLite(spec);
+  const svg = await renderSvg(spec);
   await fs.mkdir(path.dirname(file), { recursive: true });
   await fs.writeFile(file, svg);
   await fs.writeFile(file.replace(/\.svg$/, '.png'), svgToPng(svg));

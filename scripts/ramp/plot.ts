@@ -4,7 +4,7 @@
  * rendered to SVG headlessly (no browser, no canvas).
  */
 import type { TopLevelSpec } from 'vega-lite' with { 'resolution-mode': 'import' };
-import { Resvg } from '@resvg/resvg-js';
+import { renderSvg } from '../../src/dashboard/render';
 import type { SimStatsPoint } from '../../src/sim/provider';
 import type { Step } from './measure';
 
@@ -29,28 +29,7 @@ const WIDTH = 860;
 
 /** Renders the plot as an SVG document. */
 export function renderRampPlot(input: RampPlotInput): Promise<string> {
-  return renderVegaLite(rampPlotSpec(input));
-}
-
-/** Renders any Vega-Lite spec as an SVG document, headlessly. */
-export async function renderVegaLite(spec: TopLevelSpec): Promise<string> {
-  // Both packages are ES modules only; this file is CommonJS.
-  const vega = await import('vega');
-  const vegaLite = await import('vega-lite');
-  const compiled = vegaLite.compile(spec).spec;
-  const view = new vega.View(vega.parse(compiled), { renderer: 'none' });
-  try {
-    return await view.toSVG();
-  } finally {
-    view.finalize();
-  }
-}
-
-/** Rasterises an SVG document to PNG at twice its size, with the system's fonts. */
-export function svgToPng(svg: string): Buffer {
-  return new Resvg(svg, { fitTo: { mode: 'zoom', value: 2 }, background: 'white' })
-    .render()
-    .asPng();
+  return renderSvg(rampPlotSpec(input));
 }
 
 /** The Vega-Lite spec of {@link renderRampPlot}, data included. */
