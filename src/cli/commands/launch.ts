@@ -35,7 +35,7 @@ import Dockerode from 'dockerode';
 import { reapSandboxes } from '../../sandbox/cleanup';
 import { resultAcrossOutages } from '../../client/result';
 import { endLeftovers } from '../../client/leftovers';
-import { innermostCause, readStatus } from '../../client/status';
+import { innermostCause } from '../../client/status';
 import { watchStewardYaml } from '../../client/steward-yaml-watch';
 import {
   STEWARD_TASK_QUEUE,
@@ -45,7 +45,7 @@ import {
 } from '../../workflows/types';
 import type { evalSet } from '../../workflows';
 import { confirm } from '../confirm';
-import { createProgress } from '../progress';
+import { createProgress, followProgress } from '../progress';
 import { checkDocker, sandboxDemand } from './docker';
 import { resultJson, resultTable } from '../table';
 import { SMOKE_DEFAULTS, runSmoke, type SmokeReport } from './smoke';
@@ -266,18 +266,7 @@ async function watch(
   const unwatch = opts.rampFromFile
     ? watchStewardYaml(process.cwd(), handle, (line) => progress.log(line))
     : () => undefined;
-  // One reading at a time: each asks every running task, and a task's query waits behind its
-  // samples' reports. Readings that overlapped on a busy server slowed it further (20 tasks of
-  // 100 samples fell from ~20 to 5 samples/s as queries piled up).
-  let reading = false;
-  const ticker = setInterval(() => {
-    if (reading) return;
-    reading = true;
-    readStatus(client, handle.workflowId)
-      .then((s) => s.kind === 'running' && progress.update(s.status))
-      .catch(() => undefined)
-      .finally(() => (reading = false));
-  }, PROGRESS_MS);
+  const stopFollowing = followProgress(client, handle.workflowId, progress, PROGRESS_MS);
 
   try {
     // The fleet rides out a Temporal restart (its workers reconnect), and so does this wait.
@@ -342,7 +331,7 @@ async function watch(
       );
       return 130;
     }
-    clearInterval(ticker);
+    stopFollowing();
     progress.update({
       eval_set: outcome.eval_set,
       state: 'done',
@@ -405,7 +394,7 @@ async function watch(
   } finally {
     unlisten();
     unwatch();
-    clearInterval(ticker);
+    stopFollowing();
     stop.abort();
     await supervisor.catch(() => undefined);
   }

@@ -17,13 +17,13 @@ import { openLogStore } from '../../logs/store';
 import { reapSandboxes } from '../../sandbox/cleanup';
 import { endLeftovers } from '../../client/leftovers';
 import { resultAcrossOutages } from '../../client/result';
-import { innermostCause, readStatus } from '../../client/status';
+import { innermostCause } from '../../client/status';
 import type { TemporalTarget } from '../../temporal/connection';
 import { stewardHome } from '../../util/home';
 import { runSupervisor } from '../../workers/supervisor';
 import { STEWARD_TASK_QUEUE, evalSetWorkflowId, type EvalSetInput } from '../../workflows/types';
 import type { evalSet } from '../../workflows';
-import { createProgress } from '../progress';
+import { createProgress, followProgress } from '../progress';
 
 export const SMOKE_DEFAULTS = {
   /** Samples per task. */
@@ -113,15 +113,7 @@ export async function runSmoke(run: SmokeRun): Promise<SmokeReport> {
     signal: stop.signal,
   });
   const progress = createProgress();
-  let reading = false;
-  const ticker = setInterval(() => {
-    if (reading) return;
-    reading = true;
-    readStatus(client, workflowId)
-      .then((s) => s.kind === 'running' && progress.update(s.status))
-      .catch(() => undefined)
-      .finally(() => (reading = false));
-  }, PROGRESS_MS);
+  const stopFollowing = followProgress(client, workflowId, progress, PROGRESS_MS);
   let onSignal: () => void = () => undefined;
   const interrupted = new Promise<'interrupted'>((resolve) => {
     onSignal = () => resolve('interrupted');
@@ -160,7 +152,7 @@ export async function runSmoke(run: SmokeRun): Promise<SmokeReport> {
     // serves it (and removes its sandboxes) still runs.
     if (failure instanceof WorkflowFailedError) await endLeftovers(client, workflowId);
   } finally {
-    clearInterval(ticker);
+    stopFollowing();
     clearTimeout(timer);
     process.off('SIGINT', onSignal);
     process.off('SIGTERM', onSignal);
