@@ -87,11 +87,22 @@ interface Bucket {
   reading: BucketReading;
   /** When the reading was taken, epoch milliseconds. */
   observedAt: number;
-  /** Units reserved since the reading (the provider's `remaining` does not count them yet). */
+  /**
+   * Units the provider's `remaining` does not count yet: those of calls sent (or booked to be
+   * sent) after the call whose answer gave the reading.
+   */
   used: number;
   /** The earliest time the next paced call may go (spacing), epoch milliseconds. */
   nextAt: number;
+  /** The calls booked lately, at the time each goes: a reading counts those sent before its own. */
+  sends: { at: number; units: number }[];
 }
+
+/**
+ * How long a booked call is remembered. An answer whose call was sent longer ago than this counts
+ * only the calls of this window against its reading.
+ */
+const SENDS_KEPT_MS = 60_000;
 
 /** The pacing state of an account, for status. */
 export interface PacingState {
@@ -124,24 +135,31 @@ export class Pacer {
   }
 
   /**
-   * An answer's reading. The newest reading replaces the older one; calls sent since the answer
-   * count against it from now on. A reading older than what is known (an answer overtaken by a
-   * later one) never raises what is left within the same reset.
+   * An answer's reading, for a call sent at `sentAt` (default: now). The newest reading replaces
+   * the older one. The provider counted the calls that reached it before this one, not those sent
+   * after it: those (still in flight, or booked and waiting out their spacing) count against the
+   * reading. A reading older than what is known (an answer overtaken by a later one) never raises
+   * what is left within the same reset.
    */
-  observe(reading: RateLimitReading): void {
+  observe(reading: RateLimitReading, sentAt?: number): void {
+    const now = this.options.now();
+    const since = sentAt ?? now;
     for (const name of BUCKETS) {
       const read = reading[name];
       if (!read) continue;
       const bucket = this.buckets.get(name);
+      const sends = (bucket?.sends ?? []).filter((s) => s.at > now - SENDS_KEPT_MS);
+      const used = sends.reduce((n, s) => (s.at > since ? n + s.units : n), 0);
       if (bucket && bucket.reading.resetAt >= read.resetAt) {
         const left = bucket.reading.remaining - bucket.used;
-        if (read.remaining >= left) continue;
+        if (read.remaining - used >= left) continue;
       }
       this.buckets.set(name, {
         reading: read,
-        observedAt: this.options.now(),
-        used: 0,
+        observedAt: now,
+        used,
         nextAt: bucket?.nextAt ?? 0,
+        sends,
       });
     }
   }
@@ -160,16 +178,26 @@ export class Pacer {
       const units = unitsOf(name, cost);
       const { reading } = bucket;
       if (units <= 0 || reading.resetAt <= now) continue;
+      while (bucket.sends.length > 0 && bucket.sends[0].at <= now - SENDS_KEPT_MS) {
+        bucket.sends.shift();
+      }
       const refillPerMs =
         (reading.limit - reading.remaining) / Math.max(1, reading.resetAt - bucket.observedAt);
-      const refilled = refillPerMs * (now - bucket.observedAt);
+      // What will be left once the calls booked ahead of this one have gone: they count in
+      // full, and so does what refills until the last of them.
+      const after = Math.max(now, bucket.nextAt);
+      const refilled = refillPerMs * (after - bucket.observedAt);
       const left = Math.min(reading.limit, reading.remaining + refilled) - bucket.used;
       bucket.used += units;
-      if (left - units >= this.lowShare * reading.limit || refillPerMs <= 0) continue;
+      if (left - units >= this.lowShare * reading.limit || refillPerMs <= 0) {
+        bucket.sends.push({ at: now, units });
+        continue;
+      }
       const spacing = units / refillPerMs;
-      let at = Math.max(now, bucket.nextAt);
-      if (left < units) at = Math.max(at, now + (units - left) / refillPerMs);
+      let at = after;
+      if (left < units) at += (units - left) / refillPerMs;
       bucket.nextAt = at + spacing;
+      bucket.sends.push({ at, units });
       wait = Math.max(wait, at - now);
       this.lastSpacing = { bucket: name, ms: spacing, at: now };
     }

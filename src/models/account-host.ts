@@ -41,8 +41,11 @@ export interface SlotSource {
   slots(account: AccountRef, user: AccountUser | null): CallSlots;
   /** A call of the account is about to be retried (counted for the ramp's surge gate). */
   retried(key: string): void;
-  /** What an answer's rate-limit headers said of the account's limits (for pacing). */
-  observe(key: string, reading: RateLimitReading): void;
+  /**
+   * What an answer's rate-limit headers said of the account's limits (for pacing), and how long
+   * ago the answered call was sent: calls sent since then are not in the reading.
+   */
+  observe(key: string, reading: RateLimitReading, sentMsAgo?: number): void;
 }
 
 /** One account's state as `steward status` shows it. */
@@ -141,8 +144,8 @@ export class AccountHost implements SlotSource {
     if (account) account.retries += 1;
   }
 
-  observe(key: string, reading: RateLimitReading): void {
-    this.accounts.get(key)?.pacer.observe(reading);
+  observe(key: string, reading: RateLimitReading, sentMsAgo = 0): void {
+    this.accounts.get(key)?.pacer.observe(reading, this.options.now() - sentMsAgo);
   }
 
   /** Whether any call of the eval set's tasks has gone through an account here. */

@@ -54,9 +54,9 @@ export class ProviderAccounts {
     if (parseModelName(name).provider === 'mockllm') return {};
     const { key } = accountRef(name, this.options.env, this.options.connections);
     return {
-      onResponseHeaders: (get) => {
+      onResponseHeaders: (get, sentMsAgo) => {
         const reading = readRateLimitHeaders(get, this.now());
-        if (Object.keys(reading).length > 0) this.options.source.observe(key, reading);
+        if (Object.keys(reading).length > 0) this.options.source.observe(key, reading, sentMsAgo);
       },
     };
   }

@@ -72,14 +72,15 @@ export function createAnthropicModel(
     async generate(messages, options = {}) {
       const body = requestBody(connection.model, messages, options.tools, options.config);
       // With the response, for its rate-limit headers; an error carries its own.
+      const sentAt = performance.now();
       const { data: message, response } = await client.messages
         .create(body, { signal: options.signal })
         .withResponse()
         .catch((err: unknown) => {
-          reportHeaders(hooks, (err as { headers?: unknown } | null)?.headers);
+          reportHeaders(hooks, (err as { headers?: unknown } | null)?.headers, sentAt);
           throw explainFailure(name, readableError(err), timeoutMs);
         });
-      reportHeaders(hooks, response.headers);
+      reportHeaders(hooks, response.headers, sentAt);
       return toModelOutput(name, message);
     },
   };

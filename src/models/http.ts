@@ -5,8 +5,11 @@
  */
 /** What a model reports as it answers, to whoever governs its calls. */
 export interface ModelHooks {
-  /** Every HTTP answer's headers (success or error), by lower-case name. */
-  onResponseHeaders?(get: (name: string) => string | null | undefined): void;
+  /**
+   * Every HTTP answer's headers (success or error), by lower-case name, and how long ago its
+   * request was sent (milliseconds).
+   */
+  onResponseHeaders?(get: (name: string) => string | null | undefined, sentMsAgo: number): void;
 }
 
 /**
@@ -23,12 +26,18 @@ export class ModelResponseError extends Error {
   }
 }
 
-/** Hands an answer's headers (a `Headers`, on a response or an SDK error) to the hooks. */
-export function reportHeaders(hooks: ModelHooks, headers: unknown): void {
+/**
+ * Hands an answer's headers (a `Headers`, on a response or an SDK error) to the hooks, with the
+ * time its request was sent (`performance.now()`).
+ */
+export function reportHeaders(hooks: ModelHooks, headers: unknown, sentAt: number): void {
   if (!hooks.onResponseHeaders || typeof headers !== 'object' || headers === null) return;
   const get = (headers as { get?: unknown }).get;
   if (typeof get !== 'function') return;
-  hooks.onResponseHeaders((name) => (headers as Headers).get(name));
+  hooks.onResponseHeaders(
+    (name) => (headers as Headers).get(name),
+    Math.max(0, performance.now() - sentAt),
+  );
 }
 
 /**

@@ -74,14 +74,15 @@ export function createOpenAIModel(
     async generate(messages, options = {}) {
       const body = requestBody(connection, messages, options.tools, options.config);
       // With the response, for its rate-limit headers; an error carries its own.
+      const sentAt = performance.now();
       const { data: completion, response } = await client.chat.completions
         .create(body, { signal: options.signal })
         .withResponse()
         .catch((err: unknown) => {
-          reportHeaders(hooks, (err as { headers?: unknown } | null)?.headers);
+          reportHeaders(hooks, (err as { headers?: unknown } | null)?.headers, sentAt);
           throw explainFailure(name, err, timeoutMs);
         });
-      reportHeaders(hooks, response.headers);
+      reportHeaders(hooks, response.headers, sentAt);
       return toModelOutput(name, completion);
     },
   };

@@ -54,11 +54,11 @@ export class LeaseClient implements SlotSource {
     return { acquire: (signal, cost) => this.acquire(account, signal, cost) };
   }
 
-  observe(key: string, reading: RateLimitReading): void {
+  observe(key: string, reading: RateLimitReading, sentMsAgo = 0): void {
     const link = this.link;
     const n = link?.named.get(key);
     if (link?.open && n !== undefined && Object.keys(reading).length > 0) {
-      this.send(link, { t: 'limits', n, reading });
+      this.send(link, { t: 'limits', n, reading, sentMsAgo });
     }
   }
 

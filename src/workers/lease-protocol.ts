@@ -14,7 +14,7 @@ export type ClientMessage =
   | { t: 'account'; n: number; account: AccountRef }
   | { t: 'acquire'; id: number; n: number; cost?: CallCost }
   /** An answer's rate-limit headers, read (for the account's pacing). */
-  | { t: 'limits'; n: number; reading: RateLimitReading }
+  | { t: 'limits'; n: number; reading: RateLimitReading; sentMsAgo?: number }
   /** A queued acquire no longer wanted (its call was aborted). */
   | { t: 'cancel'; id: number }
   | { t: 'release'; id: number; outcome: CallOutcome }

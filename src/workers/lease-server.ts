@@ -179,7 +179,14 @@ class Connection {
         return this.acquire(message.id, message.n, parseCost(message.cost));
       case 'limits': {
         const account = this.accounts.get(message.n);
-        if (account) this.host.observe(account.key, parseReading(message.reading));
+        const ago = Number(message.sentMsAgo);
+        if (account) {
+          this.host.observe(
+            account.key,
+            parseReading(message.reading),
+            Number.isFinite(ago) && ago >= 0 ? ago : 0,
+          );
+        }
         return;
       }
       case 'cancel':

@@ -170,4 +170,23 @@ describe('Pacer: spaces an account’s calls over the time to reset once a limit
     p.observe({ requests: { limit: 100, remaining: 100, resetAt: NOW + 20_000 } });
     expect(p.state().limits.requests?.left).toBe(100);
   });
+
+  test('calls sent after the answered one, or booked to go later, count against its reading', () => {
+    // The provider counts a call when it arrives: an answer's `remaining` leaves out the calls
+    // sent after it (in flight) and those still waiting out their spacing.
+    const { p, advance } = pacer({
+      requests: { limit: 100, remaining: 20, resetAt: NOW + 10_000 },
+    });
+    expect(p.reserve(ONE_REQUEST)).toBe(0); // the call answered below, sent at NOW
+    advance(50);
+    const waits = Array.from({ length: 14 }, () => p.reserve(ONE_REQUEST));
+    // 10 go at once (the last of them the first spaced one); the 4 after them 125 ms apart.
+    expect(waits.filter((w) => w === 0)).toHaveLength(10);
+    advance(50);
+    // The first call's answer: the provider had seen only it, so 19 left (and its reset is later).
+    p.observe({ requests: { limit: 100, remaining: 19, resetAt: NOW + 10_100 } }, NOW);
+    expect(p.state().limits.requests?.left).toBe(19 - 14);
+    // Still low: the next call is spaced after the ones already booked, not sent at once.
+    expect(p.reserve(ONE_REQUEST)).toBeGreaterThan(5 * 125 - 100);
+  });
 });
