@@ -96,7 +96,16 @@ describe('the task workers killed with SIGKILL mid-run', () => {
       const fresh = workers.filter((pid) => !kill.pids.includes(pid));
       return fresh.length === TASKS.length ? fresh : undefined;
     });
-    const { code } = await within('the run to finish', launcher.exited, RUN_DEADLINE_MS);
+    const { code } = await within('the run to finish', launcher.exited, RUN_DEADLINE_MS).catch(
+      async (err: Error) => {
+        // What the run was doing when it did not finish: its status, and what the launch said.
+        const status = await runCli(['status', scenario.name], { env: scenario.env });
+        throw new Error(
+          `${err.message}\nsteward status:\n${status.stdout}${status.stderr}\n` +
+            `the launch's stderr (its end):\n${launcher.stderr().slice(-4_000)}`,
+        );
+      },
+    );
     result = { code, stdout: launcher.stdout(), stderr: launcher.stderr() };
   });
 

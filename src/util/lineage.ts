@@ -5,8 +5,7 @@
  * A user's handle on `steward workers` is often not its parent: `npx steward workers &` gives
  * the shell the pid of npm, which runs `sh -c steward workers`, which runs node. Killing npm
  * leaves that `sh` waiting on node, so node's own parent lives on. What a command watches is its
- * lineage, every ancestor up to init: the moment any of them is gone (the chain read from /proc
- * differs from the one at start), the command stops.
+ * lineage, every ancestor up to init: the moment any of them is gone, the command stops.
  */
 import { readFileSync } from 'node:fs';
 
@@ -42,8 +41,9 @@ export function lineage(): number[] {
 }
 
 /**
- * Calls `onOrphaned` once, when an ancestor this process had at the call has died (its lineage
- * changed). A process started by init, or already orphaned, has nothing to watch.
+ * Calls `onOrphaned` once, when an ancestor this process had at the call has died (it no longer
+ * exists, or this process has another parent). A process started by init, or already orphaned,
+ * has nothing to watch.
  *
  * @param scope `parent` watches the parent alone: for a process whose parent is Steward's own
  *   and watches its lineage itself.
@@ -53,14 +53,26 @@ export function watchLineage(
   onOrphaned: () => void,
   scope: 'lineage' | 'parent' = 'lineage',
 ): () => void {
-  const read = (): string => (scope === 'parent' ? String(process.ppid) : lineage().join(' '));
-  const start = read();
+  const parent = process.ppid;
+  const ancestors = scope === 'parent' ? [parent] : lineage();
+  // Gone is gone for good: a /proc entry that could not be read once (a busy machine) is not.
+  const orphaned = (): boolean => process.ppid !== parent || !ancestors.every(alive);
   const timer = setInterval(() => {
-    if (read() === start) return;
+    if (!orphaned()) return;
     clearInterval(timer);
     onOrphaned();
   }, CHECK_MS);
   // Watching must never be what keeps a finished process alive.
   timer.unref();
   return () => clearInterval(timer);
+}
+
+/** Whether process `pid` exists (a signal 0 reaches it, or would but for permissions). */
+function alive(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch (err) {
+    return (err as NodeJS.ErrnoException).code === 'EPERM';
+  }
 }

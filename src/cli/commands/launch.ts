@@ -230,6 +230,14 @@ function smokeOutcome(
 /** What stops a launch before its eval set ends: a signal, or the death of the process it ran under. */
 type Interruption = 'SIGINT' | 'SIGTERM' | 'orphaned';
 
+/** Why a launch stopped before its eval set ended, as it says so. */
+const STOP_CAUSE: Record<Interruption | 'stopped', string> = {
+  SIGINT: 'Ctrl-C',
+  SIGTERM: 'SIGTERM',
+  orphaned: 'the process it was started under is gone',
+  stopped: 'its workers stopped',
+};
+
 async function watch(
   client: Client,
   handle: WorkflowHandle<typeof evalSet>,
@@ -318,6 +326,7 @@ async function watch(
       progress.stop();
       const home = stewardHome(process.env);
       const detachedPid = opts.reattached ? runningDetachedFleet(home, opts.evalSet) : undefined;
+      process.stderr.write(`\nsteward: the launch stops (${STOP_CAUSE[outcome]})`);
       process.stderr.write(
         `\n${stoppedMessage({
           evalSet: opts.evalSet,
