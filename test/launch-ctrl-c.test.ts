@@ -89,8 +89,10 @@ interface TerminalLaunch {
 
 function launchAtTerminal(args: string[]): TerminalLaunch {
   const quoted = [process.execPath, STEWARD_BIN, 'launch', ...args].map((a) => `'${a}'`);
-  // -e: script exits with the launch's exit code.
-  const script = spawn('script', ['-q', '-e', '-c', quoted.join(' '), '/dev/null'], {
+  // -e: script exits with the launch's exit code. `exec`: the launch replaces the shell script
+  // runs it with, so no shell sees the Ctrl-C (dash, /bin/sh on Debian, exits 130 on its own
+  // after one, whatever the launch then returns).
+  const script = spawn('script', ['-q', '-e', '-c', `exec ${quoted.join(' ')}`, '/dev/null'], {
     cwd: REPO_ROOT,
     env,
     stdio: ['pipe', 'pipe', 'pipe'],
