@@ -148,7 +148,7 @@ export class Pacer {
       const read = reading[name];
       if (!read) continue;
       const bucket = this.buckets.get(name);
-      const sends = (bucket?.sends ?? []).filter((s) => s.at > now - SENDS_KEPT_MS);
+      const sends = bucket ? forgetOldSends(bucket.sends, now) : [];
       const used = sends.reduce((n, s) => (s.at > since ? n + s.units : n), 0);
       if (bucket && bucket.reading.resetAt >= read.resetAt) {
         const left = bucket.reading.remaining - bucket.used;
@@ -178,9 +178,7 @@ export class Pacer {
       const units = unitsOf(name, cost);
       const { reading } = bucket;
       if (units <= 0 || reading.resetAt <= now) continue;
-      while (bucket.sends.length > 0 && bucket.sends[0].at <= now - SENDS_KEPT_MS) {
-        bucket.sends.shift();
-      }
+      forgetOldSends(bucket.sends, now);
       const refillPerMs =
         (reading.limit - reading.remaining) / Math.max(1, reading.resetAt - bucket.observedAt);
       // What will be left once the calls booked ahead of this one have gone: they count in
@@ -234,6 +232,12 @@ export class Pacer {
       limits,
     };
   }
+}
+
+/** Drops the booked calls older than {@link SENDS_KEPT_MS} from the front of `sends`; returns it. */
+function forgetOldSends(sends: Bucket['sends'], now: number): Bucket['sends'] {
+  while (sends.length > 0 && sends[0].at <= now - SENDS_KEPT_MS) sends.shift();
+  return sends;
 }
 
 function unitsOf(name: BucketName, cost: CallCost): number {
