@@ -1,10 +1,12 @@
 /** Child processes, pid files and logs: the bookkeeping around a server we do not hold a handle to. */
 import type { ChildProcess } from 'node:child_process';
-import { readFileSync } from 'node:fs';
 import { open, readFile, rm, stat } from 'node:fs/promises';
 import os from 'node:os';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { ExitCode, StewardError } from '../errors';
+import { isAlive } from '../util/processes';
+
+export { isAlive };
 
 /** Follows a child's end: why it ended (for messages) and its exit code (for `steward server`). */
 export function watchExit(child: ChildProcess): {
@@ -27,22 +29,6 @@ export function watchExit(child: ChildProcess): {
   // Callers that only poll `reason` must not see an unhandled rejection.
   code.catch(() => undefined);
   return { reason: () => reason, code };
-}
-
-/** Whether `pid` is a live process (a zombie counts as dead). */
-export function isAlive(pid: number): boolean {
-  try {
-    process.kill(pid, 0);
-  } catch (error) {
-    return (error as NodeJS.ErrnoException).code === 'EPERM';
-  }
-  // A zombie still takes signals but is dead to us; one lingers where init does not reap
-  // orphans (a container without an init), as our detached servers become once we exit.
-  try {
-    return !/^\d+ \(.*\) Z/s.test(readFileSync(`/proc/${pid}/stat`, 'utf8'));
-  } catch {
-    return true; // no /proc (macOS), where init reaps anyway
-  }
 }
 
 /** Whether `pid` runs `temporal server start-dev`, where the OS lets us tell (Linux). */

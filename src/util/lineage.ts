@@ -8,6 +8,7 @@
  * lineage, every ancestor up to init: the moment any of them is gone, the command stops.
  */
 import { readFileSync } from 'node:fs';
+import { isAlive } from './processes';
 
 /** How often the lineage is read; a stop is noticed within this. */
 const CHECK_MS = 500;
@@ -56,7 +57,7 @@ export function watchLineage(
   const parent = process.ppid;
   const ancestors = scope === 'parent' ? [parent] : lineage();
   // Gone is gone for good: a /proc entry that could not be read once (a busy machine) is not.
-  const orphaned = (): boolean => process.ppid !== parent || !ancestors.every(alive);
+  const orphaned = (): boolean => process.ppid !== parent || !ancestors.every(isAlive);
   const timer = setInterval(() => {
     if (!orphaned()) return;
     clearInterval(timer);
@@ -65,14 +66,4 @@ export function watchLineage(
   // Watching must never be what keeps a finished process alive.
   timer.unref();
   return () => clearInterval(timer);
-}
-
-/** Whether process `pid` exists (a signal 0 reaches it, or would but for permissions). */
-function alive(pid: number): boolean {
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch (err) {
-    return (err as NodeJS.ErrnoException).code === 'EPERM';
-  }
 }
