@@ -11,6 +11,7 @@ import { randomUUID } from 'node:crypto';
 import { promises as fs } from 'node:fs';
 import * as path from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
+import { Client, Connection } from '@temporalio/client';
 import type Docker from 'dockerode';
 import { stringify } from 'yaml';
 import { ErrorType } from '../src/errors';
@@ -18,6 +19,7 @@ import type { SampleErrorRecord } from '../src/logs/store';
 import { BUSYBOX_IMAGE, ensureBusyboxImage } from '../src/sandbox/image';
 import { startSimProvider, type SimProvider } from '../src/sim/provider';
 import { leftovers, requireDocker } from './fixtures/docker/docker';
+import { runsOfEvalSet, sampleRunKinds } from './helpers/histories';
 import { REPO_ROOT, STEWARD_BIN, runCli, tempDir, uniqueName, type CliResult } from './helpers/cli';
 import { readSampleRecords } from './helpers/results';
 
@@ -111,6 +113,21 @@ describe('3 tasks of agentic samples (2 × 40 on OpenAI, 10 on Anthropic), each 
     const file = await writeAgenticEvalSet(dir, name, tasks, { max_samples: 8 });
     logDir = path.join(dir, 'logs');
     result = await runCli(['launch', file, '--json', '--log-dir', logDir], { env: simEnv });
+  });
+
+  test('each sandboxed sample ran as an activity of its own, not inline', async () => {
+    const client = new Client({
+      connection: await Connection.connect({ address: process.env.TEMPORAL_ADDRESS! }),
+    });
+    try {
+      const runs = await runsOfEvalSet(client, name, ['sampleWorkflow']);
+      expect(runs.length).toBeGreaterThanOrEqual(2 * SAMPLES + CLAUDE_SAMPLES);
+      expect(new Set(await sampleRunKinds(client, runs.slice(0, 20)))).toEqual(
+        new Set(['activity']),
+      );
+    } finally {
+      await client.connection.close();
+    }
   });
 
   test('completes and exits 0, with the accuracy the wrong samples imply', () => {

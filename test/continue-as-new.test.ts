@@ -7,6 +7,7 @@ import * as path from 'node:path';
 import type { Client } from '@temporalio/client';
 import { taskQueueFor, taskWorkflowId, evalSetWorkflowId } from '../src/workflows/types';
 import { startOwnDevServer, type OwnDevServer } from './helpers/server';
+import { runsOfEvalSet, sampleRunKinds } from './helpers/histories';
 import { replayAllRuns } from './helpers/replay';
 import { readSampleRecords } from './helpers/results';
 import { runCli, tempDir, uniqueName, writeEvalSet } from './helpers/cli';
@@ -79,6 +80,17 @@ describe('continue-as-new without draining', () => {
     expect(new Set(records.map((r) => r.sample_id)).size).toBe(SAMPLES);
     const retried = records.filter((r) => r.attempt > 1).length;
     if (retried > 0) console.log(`${retried} samples recorded by a later activity attempt`);
+
+    // Without a sandbox, each sample ran inline in its workflow's task (no activity of its own),
+    // and those runs replay too.
+    const sampleRuns = (await runsOfEvalSet(client, name, ['sampleWorkflow'])).slice(0, 50);
+    expect(new Set(await sampleRunKinds(client, sampleRuns))).toEqual(new Set(['inline']));
+    expect(
+      await replayAllRuns(
+        client,
+        sampleRuns.map((r) => r.workflowId),
+      ),
+    ).toBe(50);
 
     // Every run replays: a worker that lost its cache mid-run could have carried each one on.
     const replayed = await replayAllRuns(client, [evalSetWorkflowId(name), taskId]);

@@ -50,6 +50,9 @@ export function createSampleActivities(deps: ActivityDeps) {
       // The eval set's limits, carried from its launch, replace the task's own.
       const limits = effectiveLimits(task.limits, input.limits);
       const retries = input.retries ?? [];
+      // An inline run (a local activity) counts its attempts afresh on the worker that took it
+      // over from a lost one; the workflow says when that happened.
+      const attempt = ctx.info.attempt + (input.lostRun ? 1 : 0);
       // Progress, not liveness, decides whether the sample is stuck; the beats carry it.
       const watch = new ProgressWatch(
         (limits.stuck_after ?? DEFAULT_STUCK_AFTER_S) * 1000,
@@ -113,7 +116,7 @@ export function createSampleActivities(deps: ActivityDeps) {
             started_at: startedAt,
             completed_at: new Date(deps.now()).toISOString(),
             worker: deps.worker,
-            attempt: ctx.info.attempt,
+            attempt,
             ...earlier,
             ...(limit ? { limit } : {}),
           };
@@ -143,14 +146,14 @@ export function createSampleActivities(deps: ActivityDeps) {
               ...(stageOf(err) ? { failed_in: stageOf(err) } : {}),
               failed_at: failedAt,
               worker: deps.worker,
-              attempt: ctx.info.attempt,
+              attempt,
               ...earlier,
             })
             .catch(() => undefined);
           // Temporal retries what may heal in place (a crash, a capacity refusal); a failure of
           // the sample itself may run again as a new attempt, which its workflow starts.
           if (!failure.nonRetryable) throw failure;
-          const attempt: AttemptError = {
+          const failed: AttemptError = {
             error: failure.message.slice(0, 500),
             ...(failure.type ? { error_type: failure.type } : {}),
             failed_at: failedAt,
@@ -163,7 +166,7 @@ export function createSampleActivities(deps: ActivityDeps) {
             type: failure.type ?? undefined,
             nonRetryable: true,
             cause: failure.cause,
-            details: [{ runsAgain: attempt }],
+            details: [{ runsAgain: failed }],
           });
         }
       }

@@ -40,8 +40,12 @@ export interface WorkerProcessConfig {
 
 export const WORKER_CONFIG_ENV = 'STEWARD_WORKER_CONFIG';
 
-/** Samples are bounded by the task's setpoint in the workflow, not by the worker's slots. */
-const MAX_CONCURRENT_ACTIVITIES = 4_000;
+/**
+ * Samples are bounded by the task's setpoint in the workflow, not by the worker's slots. An
+ * inline sample (sampleWorkflow) holds a local-activity slot and its workflow's task, which stays
+ * open, and cached, while the local activity runs: those limits are as high as the activities'.
+ */
+const MAX_CONCURRENT_SAMPLES = 4_000;
 /** An orphaned worker exits by then, whether or not its workers have shut down. */
 const ORPHAN_EXIT_MS = 15_000;
 
@@ -80,9 +84,10 @@ export async function runTaskWorker(config: WorkerProcessConfig): Promise<void> 
         taskQueue,
         workflowBundle: { codePath: config.bundlePath },
         activities,
-        maxConcurrentActivityTaskExecutions: MAX_CONCURRENT_ACTIVITIES,
-        maxConcurrentLocalActivityExecutions: 100,
-        maxConcurrentWorkflowTaskExecutions: 100,
+        maxConcurrentActivityTaskExecutions: MAX_CONCURRENT_SAMPLES,
+        maxConcurrentLocalActivityExecutions: MAX_CONCURRENT_SAMPLES,
+        maxConcurrentWorkflowTaskExecutions: MAX_CONCURRENT_SAMPLES,
+        maxCachedWorkflows: MAX_CONCURRENT_SAMPLES,
         // Let running samples finish their current step briefly; Temporal re-runs the rest.
         shutdownGraceTime: '2 seconds',
       }),

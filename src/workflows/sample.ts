@@ -7,6 +7,19 @@
  * Cancelled (by its task's cancellation, or by hand), it ends only once its activity has torn its
  * sandbox down, and tells its task, so that a task still running does not wait for it. A failed
  * attempt that runs again (stuck, or `retry_on_error`) is another activity call: a fresh sandbox.
+ *
+ * A sample without a sandbox (`input.inline`) runs as a local activity, inside the workflow task
+ * that starts it: the server then records the sample in three transactions (start, task started,
+ * task completed with the result and the workflow's end) instead of seven or eight (an activity's
+ * schedule, start, heartbeat once it runs a second, and completion, and a second workflow task). That is most of the server's cost
+ * per sample, which bounds how many one-call samples a second a host runs (docs/orchestration.md).
+ * What it gives up, and why only sandbox-free samples take it:
+ * - a killed worker is noticed when the workflow task times out (10 s, as the heartbeat timeout
+ *   was), and the run starts again on another worker as a new local activity;
+ * - a cancellation reaches the sample at its workflow task's next heartbeat (the SDK completes it
+ *   every 8 s while the local activity runs), not at once; a sandbox's teardown should not wait;
+ * - a long sample writes three history events per such heartbeat, where an activity's heartbeats
+ *   write none: minutes-long agentic samples, which hold sandboxes, keep their activity.
  */
 import {
   ActivityCancellationType,
@@ -15,6 +28,8 @@ import {
   isCancellation,
   patched,
   proxyActivities,
+  proxyLocalActivities,
+  workflowInfo,
   type ActivityOptions,
 } from '@temporalio/workflow';
 import type { SampleActivities } from '../activities/sample';
@@ -48,6 +63,12 @@ const { runSample } = proxyActivities<SampleActivities>({
   cancellationType: ActivityCancellationType.WAIT_CANCELLATION_COMPLETED,
 });
 
+const { runSample: runSampleInline } = proxyLocalActivities<SampleActivities>({
+  startToCloseTimeout: options.startToCloseTimeout,
+  retry: options.retry,
+  cancellationType: ActivityCancellationType.WAIT_CANCELLATION_COMPLETED,
+});
+
 /** Samples started before in-run retries report a failed attempt as final. */
 export const SAMPLE_RETRY_PATCH = 'sample-runs-again';
 
@@ -61,11 +82,11 @@ export async function sampleWorkflow(input: SampleInput): Promise<SampleDone> {
   if (!parsed.ok) throw badInput(parsed.message);
   const waits = patched(SAMPLE_CANCEL_PATCH);
   const retries: AttemptError[] = [...(input.retries ?? [])];
-  for (;;) {
+  for (let first = true; ; first = false) {
     try {
-      await (waits ? runSample : runSampleNoWait)(
-        retries.length > 0 ? { ...input, retries } : input,
-      );
+      const attempt = retries.length > 0 ? { ...input, retries } : input;
+      if (input.inline) await runSampleInline({ ...attempt, lostRun: lostRun(first) });
+      else await (waits ? runSample : runSampleNoWait)(attempt);
       return { index: input.index, ok: true };
     } catch (err) {
       if (waits && isCancellation(err)) {
@@ -105,6 +126,20 @@ export async function sampleWorkflow(input: SampleInput): Promise<SampleDone> {
       return done;
     }
   }
+}
+
+/**
+ * Whether an inline run scheduled now repeats one that a lost worker had started. Scheduled while
+ * replaying, the local activity left no result in history: the worker that ran it died after
+ * completing a workflow task (the SDK completes one every 8 s while a local activity runs). And the
+ * first run, scheduled by the workflow's first task, sees three events (started, task scheduled,
+ * task started): more mean that task timed out or failed before. A lower bound (a worker lost
+ * before any such task completed, on a run after the first, goes uncounted), read for the
+ * activity's input only, which replay does not compare: it cannot break determinism.
+ */
+function lostRun(first: boolean): boolean {
+  const info = workflowInfo();
+  return info.unsafe.isReplaying || (first && info.historyLength > 3);
 }
 
 /** The failed attempt, when the sample's activity said it runs again. */

@@ -214,6 +214,16 @@ export interface SampleInput {
   limits?: SampleLimits;
   /** This run's failed attempts of the sample so far, oldest first (absent: this is the first). */
   retries?: AttemptError[];
+  /**
+   * Runs as a local activity inside its workflow's task rather than as an activity of its own
+   * (set for tasks without a sandbox): see `sampleWorkflow`. Absent: an activity, as before.
+   */
+  inline?: boolean;
+  /**
+   * Set by the workflow for an inline run: an earlier run of it was lost with its worker (a local
+   * activity keeps no attempt count across workers), so the record counts at least one attempt more.
+   */
+  lostRun?: boolean;
 }
 
 /** A sample's failed attempt that is run again: the sample's workflow tells its task. */

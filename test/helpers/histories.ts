@@ -83,3 +83,29 @@ export async function mapLimited<T, R>(
   );
   return results;
 }
+
+/** How a sample's workflow ran `runSample`: inline (a local activity) or as an activity of its own. */
+export type SampleRunKind = 'inline' | 'activity' | 'neither';
+
+/**
+ * The way each given sample run ran its sample, read from its history: a local activity leaves a
+ * marker (`core_local_activity`), an activity a scheduled event.
+ */
+export async function sampleRunKinds(
+  client: Client,
+  runs: Array<Pick<WorkflowRun, 'workflowId' | 'runId'>>,
+): Promise<SampleRunKind[]> {
+  const { EventType } = temporal.api.enums.v1;
+  return mapLimited(runs, 8, async (run) => {
+    const events = (await fetchHistory(client, run)).events ?? [];
+    if (events.some((e) => e.eventType === EventType.EVENT_TYPE_ACTIVITY_TASK_SCHEDULED)) {
+      return 'activity';
+    }
+    const inline = events.some(
+      (e) =>
+        e.eventType === EventType.EVENT_TYPE_MARKER_RECORDED &&
+        e.markerRecordedEventAttributes?.markerName === 'core_local_activity',
+    );
+    return inline ? 'inline' : 'neither';
+  });
+}
