@@ -11,9 +11,9 @@
  * A sample without a sandbox (`input.inline`) runs as a local activity, inside the workflow task
  * that starts it: the server then records the sample in three transactions (start, task started,
  * task completed with the result and the workflow's end) instead of seven or eight (an activity's
- * schedule, start, heartbeat once it runs a second, and completion, and a second workflow task). That is most of the server's cost
- * per sample, which bounds how many one-call samples a second a host runs (docs/orchestration.md).
- * What it gives up, and why only sandbox-free samples take it:
+ * schedule, start, heartbeat once it runs a second, and completion, and a second workflow task).
+ * That is most of the server's cost per sample, which bounds how many one-call samples a second a
+ * host runs (docs/orchestration.md). What it gives up, and why only sandbox-free samples take it:
  * - a killed worker is noticed when the workflow task times out (10 s, as the heartbeat timeout
  *   was), and the run starts again on another worker as a new local activity;
  * - a cancellation reaches the sample at its workflow task's next heartbeat (the SDK completes it

@@ -221,7 +221,7 @@ export interface SampleInput {
   inline?: boolean;
   /**
    * Set by the workflow for an inline run: an earlier run of it was lost with its worker (a local
-   * activity keeps no attempt count across workers), so the record counts at least one attempt more.
+   * activity keeps no attempt count across workers), so the record counts an attempt more.
    */
   lostRun?: boolean;
 }

@@ -84,7 +84,7 @@ export async function mapLimited<T, R>(
   return results;
 }
 
-/** How a sample's workflow ran `runSample`: inline (a local activity) or as an activity of its own. */
+/** How a sample's workflow ran `runSample`: inline (a local activity), or as an activity. */
 export type SampleRunKind = 'inline' | 'activity' | 'neither';
 
 /**
