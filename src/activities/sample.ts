@@ -51,8 +51,8 @@ export function createSampleActivities(deps: ActivityDeps) {
       const limits = effectiveLimits(task.limits, input.limits);
       const retries = input.retries ?? [];
       // An inline run (a local activity) counts its attempts afresh on the worker that took it
-      // over from a lost one; the workflow says when that happened.
-      const attempt = ctx.info.attempt + (input.lostRun ? 1 : 0);
+      // over from a lost one; the workflow says when that happened (and only for a local run).
+      const attempt = ctx.info.attempt + (ctx.info.isLocal && input.lostRun ? 1 : 0);
       // Progress, not liveness, decides whether the sample is stuck; the beats carry it.
       const watch = new ProgressWatch(
         (limits.stuck_after ?? DEFAULT_STUCK_AFTER_S) * 1000,

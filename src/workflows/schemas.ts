@@ -173,6 +173,7 @@ export const sampleStartSchema = z.lazy(() =>
     parentId: z.string().min(1),
     chain: z.string().min(1),
     limits: sampleLimits.optional(),
+    inline: z.boolean().optional(),
     // One per failed attempt run again: `retry_on_error` (at most 100) and one stuck retry.
     retries: z
       .array(
