@@ -20,7 +20,9 @@ import { readSampleRecords } from './helpers/results';
 import { insertBefore, workflowVariant, type Variant } from './helpers/variant';
 
 const EventType = temporal.api.enums.v1.EventType;
-const SAMPLES = 150;
+// Long enough after the relaunch (about 26 s) that the new code tends before the run ends, even
+// when the task's worker comes back well before the eval set's.
+const SAMPLES = 120;
 const PATCH = 'test-extra-timer-before-observing';
 
 /** One more command at every tend: a 1 ms timer before the tasks are observed. */
@@ -58,7 +60,7 @@ describe('a relaunch with changed workflow code under a running eval set', () =>
     const dir = await tempDir();
     env = { ...process.env, STEWARD_HOME: path.join(dir, '.steward') };
     name = uniqueName('change');
-    file = await writeEvalSet(dir, name, [{ name: 'long', samples: SAMPLES, latencyMs: 400 }], {
+    file = await writeEvalSet(dir, name, [{ name: 'long', samples: SAMPLES, latencyMs: 1000 }], {
       max_samples: 4,
       tend_interval: 1,
     });
