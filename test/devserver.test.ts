@@ -20,6 +20,7 @@ import {
   type TemporalDevConfig,
 } from '../src/temporal/config';
 import { connectClient, resolveTemporal } from '../src/temporal/connection';
+import { isAlive } from '../src/util/processes';
 import {
   devServerArgs,
   devServerFiles,
@@ -464,15 +465,6 @@ describe('runDevServerForeground', () => {
     }
   });
 });
-
-function isAlive(pid: number): boolean {
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch {
-    return false;
-  }
-}
 
 async function waitUntil(condition: () => boolean, timeoutMs = 30_000): Promise<void> {
   const deadline = Date.now() + timeoutMs;

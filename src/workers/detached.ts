@@ -5,6 +5,7 @@
  */
 import { readFileSync, rmSync, writeFileSync } from 'node:fs';
 import * as path from 'node:path';
+import { isAlive } from '../util/processes';
 
 export function detachedLogFile(stewardDir: string, evalSet: string): string {
   return path.join(stewardDir, `workers-${evalSet}.log`);
@@ -28,13 +29,8 @@ export function recordDetachedFleet(stewardDir: string, evalSet: string): () => 
 export function runningDetachedFleet(stewardDir: string, evalSet: string): number | undefined {
   const pid = readPid(pidFile(stewardDir, evalSet));
   if (pid === undefined) return undefined;
-  try {
-    // Signal 0 only asks whether the process exists (a SIGKILLed fleet leaves a stale file).
-    process.kill(pid, 0);
-    return pid;
-  } catch (err) {
-    return (err as NodeJS.ErrnoException).code === 'EPERM' ? pid : undefined;
-  }
+  // A SIGKILLed fleet leaves a stale file.
+  return isAlive(pid) ? pid : undefined;
 }
 
 function readPid(file: string): number | undefined {

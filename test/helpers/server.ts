@@ -18,6 +18,7 @@ import {
   type TemporalDevConfig,
 } from '../../src/temporal/config';
 import { devServerFiles, ensureDevServer, stopDevServer } from '../../src/temporal/devserver';
+import { isAlive } from '../../src/util/processes';
 import { freePort } from '../setup/global-setup';
 
 export interface OwnDevServer {
@@ -122,15 +123,6 @@ function sampleIdOf(messages: { role: string; content?: unknown }[]): string | u
   const user = messages.filter((m) => m.role === 'user').at(-1);
   const text = typeof user?.content === 'string' ? user.content : '';
   return /^Sample (\S+)\.$/m.exec(text)?.[1];
-}
-
-export function isAlive(pid: number): boolean {
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch {
-    return false;
-  }
 }
 
 /** Polls `condition` until it holds, failing with `what` after `timeoutMs`. */
