@@ -5,7 +5,10 @@
  * 10, max 100 (the ramp moves the max with {@link ConnectionLimiter.setCeiling}); it doubles per
  * saturated round until the first rate-limit signal, then grows 5% per round rounded up to a
  * "nice" number; a rate limit cuts it to 0.8x and starts a 15 s cooldown. Transient errors never
- * cut. {@link FixedConnections} is the same interface for an explicit `max_connections`.
+ * cut. Where a rate-limit episode began (the calls in flight when the refused attempt was sent) is
+ * the account's wall: the limit stays one step below it for {@link WALL_PROBE_WAIT_MS}, from the
+ * refusal on, as the tend will hold the account's ceiling once it hears of it (src/core/ramp.ts).
+ * {@link FixedConnections} is the same interface for an explicit `max_connections`.
  *
  * The clock is injected and nothing here does I/O, so every rule is testable by driving calls.
  */
@@ -284,6 +287,22 @@ abstract class SlotLimiter implements ConnectionLimiter {
   }
 }
 
+/**
+ * How long a limit is held one step below a level the provider pushed back at before that level is
+ * tried again: by the account's controller from the refusal, by the tend's ceiling from the tend
+ * that hears of it.
+ */
+export const WALL_PROBE_WAIT_MS = 120_000;
+
+/**
+ * One step of the adaptive controller's grid below `level` (multiples of 5 from 10 up, any
+ * integer below), and never below 20 (SPEC §2's floor for a clamped ceiling).
+ */
+export function belowWall(level: number): number {
+  const below = level > 10 ? Math.floor((level - 1) / 5) * 5 : level - 1;
+  return Math.max(20, below);
+}
+
 /** Tuning of {@link AdaptiveConnections}; defaults are Inspect AI's. */
 export interface AdaptiveConnectionsOptions {
   now: () => number;
@@ -320,6 +339,12 @@ export class AdaptiveConnections extends SlotLimiter {
   private rateLimitSeen = false;
   private roundSuccesses = 0;
   private roundPeak = 0;
+  /**
+   * The level of the last rate-limit episode, held one step below until `until`. Growth walking
+   * back into it costs a cut and a cooldown each time, and the tend that makes it the account's
+   * ceiling may be a minute away.
+   */
+  private wall: { level: number; until: number } | null = null;
 
   constructor(options: AdaptiveConnectionsOptions) {
     const { min = 10, start = 20, max = 100 } = options;
@@ -376,7 +401,9 @@ export class AdaptiveConnections extends SlotLimiter {
     this.roundSuccesses = 0;
     this.roundPeak = 0;
     if (!this.rateLimitEpisode(retryAfterMs, sentAt)) return;
-    const cut = Math.max(floorToNice(Math.floor(this.limit * this.decreaseFactor)), this.min, 1);
+    this.wall = { level: sentAt, until: this.now() + WALL_PROBE_WAIT_MS };
+    const decreased = floorToNice(Math.floor(this.limit * this.decreaseFactor));
+    const cut = Math.max(Math.min(decreased, this.wallCap()), this.min, 1);
     if (cut < this.limit) {
       this.setLimit(cut);
       this.countCut();
@@ -396,8 +423,14 @@ export class AdaptiveConnections extends SlotLimiter {
     const grown = this.rateLimitSeen
       ? ceilToNice(this.limit + Math.max(1, Math.round(this.limit * this.scaleUpFraction)))
       : this.limit * 2;
-    const next = Math.min(grown, this.max);
+    const next = Math.min(grown, this.max, this.wallCap());
     if (next > this.limit) this.setLimit(next);
+  }
+
+  /** The most the wall allows now: one step below it while it holds. */
+  private wallCap(): number {
+    const { wall } = this;
+    return wall !== null && this.now() < wall.until ? belowWall(wall.level) : Infinity;
   }
 }
 

@@ -28,6 +28,7 @@
  */
 
 import { budgetUsed, fitClimb, overBudgetCuts, startShares, type BudgetClaim } from './budget';
+import { belowWall, WALL_PROBE_WAIT_MS } from './controller';
 
 /**
  * How many samples a task runs at once.
@@ -132,8 +133,6 @@ export interface ConnectionWall {
   waitMs: number;
 }
 
-/** The first wait under a new wall, before probing it. */
-export const WALL_PROBE_WAIT_MS = 120_000;
 /** The longest wait under a wall that keeps pushing back. */
 export const WALL_PROBE_MAX_WAIT_MS = 600_000;
 
@@ -552,15 +551,6 @@ function nextWall(
 function wallCap(wall: ConnectionWall | null, now: number): number | null {
   if (wall === null) return null;
   return now >= wall.probeAt ? wall.level : belowWall(wall.level);
-}
-
-/**
- * One step of the adaptive controller's grid below `level` (multiples of 5 from 10 up, any
- * integer below), and never below 20 (SPEC §2's floor for a clamped ceiling).
- */
-function belowWall(level: number): number {
-  const below = level > 10 ? Math.floor((level - 1) / 5) * 5 : level - 1;
-  return Math.max(20, below);
 }
 
 function rampStatus(draft: Draft, mode: SamplesMode, raised: boolean): RampStatus {

@@ -1,6 +1,7 @@
 import {
   AdaptiveConnections,
   FixedConnections,
+  WALL_PROBE_WAIT_MS,
   type AdaptiveConnectionsOptions,
   type CallOutcome,
   type ConnectionLimiter,
@@ -43,6 +44,16 @@ async function report(limiter: ConnectionLimiter, outcome: CallOutcome) {
 
 const limit = (limiter: ConnectionLimiter) => limiter.snapshot().limit;
 
+/**
+ * A refusal at the limit: as many calls in flight as it allows, the last one sent refused (the
+ * provider pushed back there), the others ending in errors that say nothing to the controller.
+ */
+async function refuse(limiter: ConnectionLimiter, retryAfterMs?: number) {
+  const releases = await take(limiter, limit(limiter));
+  releases.at(-1)!({ kind: 'rateLimit', retryAfterMs });
+  for (const release of releases.slice(0, -1)) release({ kind: 'error' });
+}
+
 /** Lets queued promise callbacks run. */
 const settle = () => new Promise((resolve) => setImmediate(resolve));
 
@@ -77,8 +88,9 @@ describe('AdaptiveConnections growth', () => {
 
   test('after the first rate limit, +5% rounded up to a nice number', async () => {
     const { controller, time } = adaptive({ max: 200 });
-    await report(controller, { kind: 'rateLimit' });
-    time.advance(15_000);
+    await refuse(controller);
+    // Past the cooldown and the wall's hold (below).
+    time.advance(WALL_PROBE_WAIT_MS);
     const limits = [limit(controller)];
     for (let round = 0; round < 5; round += 1) {
       await saturatedRound(controller);
@@ -119,7 +131,7 @@ describe('AdaptiveConnections rate limits', () => {
     [10, 10],
   ])('a rate limit cuts %i to %i (x0.8, nice, never below min 10)', async (start, after) => {
     const { controller } = adaptive({ start, max: 200 });
-    await report(controller, { kind: 'rateLimit' });
+    await refuse(controller);
     expect(limit(controller)).toBe(after);
     expect(controller.snapshot()).toMatchObject({
       cuts: start === after ? 0 : 1,
@@ -129,12 +141,12 @@ describe('AdaptiveConnections rate limits', () => {
 
   test('one cut per 15 s cooldown; the burst is one episode', async () => {
     const { controller, time } = adaptive({ start: 100 });
-    await report(controller, { kind: 'rateLimit' });
+    await refuse(controller);
     time.advance(14_999);
-    await report(controller, { kind: 'rateLimit' });
+    await refuse(controller);
     expect(controller.snapshot()).toMatchObject({ limit: 80, cuts: 1, rateLimitEpisodes: 1 });
     time.advance(1);
-    await report(controller, { kind: 'rateLimit' });
+    await refuse(controller);
     expect(controller.snapshot()).toMatchObject({ limit: 60, cuts: 2, rateLimitEpisodes: 2 });
   });
 
@@ -144,26 +156,26 @@ describe('AdaptiveConnections rate limits', () => {
     ['a retry-after during the cooldown lengthens it too', undefined, 20_000, 29_999, 30_000],
   ])('%s', async (_name, onCut, later, stillCooling, cutsAgain) => {
     const { controller, time } = adaptive({ start: 100 });
-    await report(controller, { kind: 'rateLimit', retryAfterMs: onCut });
+    await refuse(controller, onCut);
     time.advance(10_000);
-    await report(controller, { kind: 'rateLimit', retryAfterMs: later });
+    await refuse(controller, later);
     time.advance(stillCooling - 10_000);
-    await report(controller, { kind: 'rateLimit' });
+    await refuse(controller);
     expect(limit(controller)).toBe(80);
     time.advance(cutsAgain - stillCooling);
-    await report(controller, { kind: 'rateLimit' });
+    await refuse(controller);
     expect(limit(controller)).toBe(60);
   });
 
   test('retry-after never drives the limit: the cut is x0.8 whatever the hint', async () => {
     const { controller } = adaptive({ start: 100 });
-    await report(controller, { kind: 'rateLimit', retryAfterMs: 600_000 });
+    await refuse(controller, 600_000);
     expect(limit(controller)).toBe(80);
   });
 
   test('successes during the cooldown do not grow the limit', async () => {
     const { controller, time } = adaptive({ start: 100 });
-    await report(controller, { kind: 'rateLimit' });
+    await refuse(controller);
     await saturatedRound(controller);
     await saturatedRound(controller);
     expect(limit(controller)).toBe(80);
@@ -174,7 +186,7 @@ describe('AdaptiveConnections rate limits', () => {
 
   test('successes during the cooldown do not count toward the next round', async () => {
     const { controller, time } = adaptive({ start: 100 });
-    await report(controller, { kind: 'rateLimit' });
+    await refuse(controller);
     await succeed(controller, 60, 60);
     time.advance(15_000);
     const releases = await take(controller, 80);
@@ -182,6 +194,43 @@ describe('AdaptiveConnections rate limits', () => {
     expect(limit(controller)).toBe(80);
     releases.slice(20).forEach((release) => release({ kind: 'success' }));
     expect(limit(controller)).toBe(85);
+  });
+
+  test('the limit stays one step below where the provider pushed back until the wall is probed', async () => {
+    const { controller, time } = adaptive({ start: 40, max: 200 });
+    await saturatedRound(controller);
+    const releases = await take(controller, 80);
+    // Doubling took it to 80; the provider refused the 61st call: a wall at 61.
+    releases[60]({ kind: 'rateLimit' });
+    releases.forEach((release) => release({ kind: 'error' }));
+    expect(limit(controller)).toBe(60);
+    time.advance(15_000);
+    for (let round = 0; round < 3; round += 1) await saturatedRound(controller);
+    expect(limit(controller)).toBe(60);
+    // Two minutes after the refusal the controller may try the wall again.
+    time.advance(WALL_PROBE_WAIT_MS - 15_000);
+    await saturatedRound(controller);
+    expect(limit(controller)).toBe(65);
+  });
+
+  test('a refusal far below the limit takes the limit below it at once, past the x0.8 cut', async () => {
+    const { controller } = adaptive({ start: 100 });
+    const releases = await take(controller, 51);
+    releases[50]({ kind: 'rateLimit' });
+    expect(controller.snapshot()).toMatchObject({ limit: 50, cuts: 1 });
+  });
+
+  test('a new episode moves the wall to where it came', async () => {
+    const { controller, time } = adaptive({ start: 100, max: 200 });
+    await refuse(controller); // at 100: the limit goes to 80, held below 100
+    time.advance(15_000);
+    const releases = await take(controller, 80);
+    releases[69]({ kind: 'rateLimit' }); // at 70: held at 65 from now
+    releases.forEach((release) => release({ kind: 'error' }));
+    expect(limit(controller)).toBe(60);
+    time.advance(15_000);
+    for (let round = 0; round < 3; round += 1) await saturatedRound(controller);
+    expect(limit(controller)).toBe(65);
   });
 
   test('transient errors never cut', async () => {
@@ -274,10 +323,10 @@ describe('slots', () => {
 describe('windows', () => {
   test('drainWindow returns the window and starts a new one', async () => {
     const { controller, time } = adaptive({ start: 100 });
-    await report(controller, { kind: 'rateLimit' });
-    await report(controller, { kind: 'rateLimit' });
+    await refuse(controller);
+    await refuse(controller);
     time.advance(15_000);
-    await report(controller, { kind: 'rateLimit' });
+    await refuse(controller);
     await report(controller, { kind: 'transient' });
     await report(controller, { kind: 'success' });
     controller.setCeiling(70);
@@ -290,7 +339,7 @@ describe('windows', () => {
       transientErrors: 1,
       successes: 1,
       queuedShare: 0,
-      pushbackLevel: 1,
+      pushbackLevel: 100,
     });
     expect(controller.drainWindow()).toEqual({
       limit: 60,
@@ -316,9 +365,10 @@ describe('pushback level of a window', () => {
   test('is the calls in flight when the refused attempt was sent, itself included', async () => {
     const { controller, time } = adaptive({ start: 100 });
     const releases = await take(controller, 30);
-    // The 25th call sent is refused while 30 are in flight: the level is 25, not 30.
+    // The 25th call sent is refused while 30 are in flight: the level is 25, not 30. The limit
+    // goes one step below it (20), not to 80: the wall holds it.
     releases[24]({ kind: 'rateLimit' });
-    expect(limit(controller)).toBe(80);
+    expect(limit(controller)).toBe(20);
     // Inside the cooldown: the same episode, whatever the level.
     releases[29]({ kind: 'rateLimit' });
     time.advance(15_000);
@@ -334,7 +384,7 @@ describe('pushback level of a window', () => {
     const { controller } = adaptive({ start: 100 });
     const releases = await take(controller, 12);
     releases[11]({ kind: 'rateLimit' });
-    expect(controller.drainWindow()).toMatchObject({ limit: 80, pushbackLevel: 12 });
+    expect(controller.drainWindow()).toMatchObject({ limit: 20, pushbackLevel: 12 });
   });
 
   test('a fixed limit reports it too, and transient errors never do', async () => {

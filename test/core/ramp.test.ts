@@ -11,8 +11,8 @@ import {
   type TaskWindow,
   type TendInput,
   WALL_PROBE_MAX_WAIT_MS,
-  WALL_PROBE_WAIT_MS,
 } from '../../src/core/ramp';
+import { WALL_PROBE_WAIT_MS } from '../../src/core/controller';
 
 const rampMode: SamplesMode = { type: 'ramp', lo: 50, hi: 200, step: 20, start: 50 };
 const adaptive: ConnectionsMode = { type: 'adaptive', min: 10, start: 20, max: 100 };
