@@ -4,8 +4,9 @@
  * `--capacities` (requests at once, as the bench's) and `--rpms` (requests per minute).
  *
  *   (a) the ramp
- *   (a0) the ramp without connection walls (workers do not report where the provider pushed
- *        back): the baseline for the wall rule
+ *   (a0) the ramp without the tend's connection walls (workers do not report where the provider
+ *        pushed back; each account's controller still holds below it for 2 minutes): the
+ *        baseline for the tend's wall rule
  *   (c) max_samples 200
  *
  *   npm run sim:ramp
@@ -21,7 +22,7 @@ const RAMP: SamplesMode = { type: 'ramp', lo: 50, hi: 200, step: 20, start: 50 }
 
 const RUNS: Array<{ label: string; over: Partial<SimulationOptions> }> = [
   { label: '(a) ramp', over: {} },
-  { label: '(a0) ramp, no walls', over: { walls: false } },
+  { label: '(a0) ramp, no tend walls', over: { walls: false } },
   { label: '(c) max_samples 200', over: { samplesMode: { type: 'pinned', value: 200 } } },
 ];
 

@@ -39,8 +39,8 @@ export interface SimulationOptions {
   tendMs: number;
   samplesMode: SamplesMode;
   /**
-   * Whether workers report where the provider pushed back, so the ramp keeps a connection wall.
-   * False is the ramp as it was without one: the baseline.
+   * Whether workers report where the provider pushed back, so the tend keeps a connection wall.
+   * False is the tend without one (the controller still holds below a wall it met): the baseline.
    */
   walls: boolean;
   seed: number;
