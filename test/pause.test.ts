@@ -5,7 +5,6 @@
  * paused and why, resume lets the run finish with every sample once. And every workflow of the
  * eval set carries the `StewardEvalSet` search attribute, so the stock CLI lists them by name.
  */
-import { promises as fs } from 'node:fs';
 import * as path from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { Client, Connection } from '@temporalio/client';
@@ -16,10 +15,9 @@ import {
   taskStatusQuery,
   taskWorkflowId,
   type EvalSetStatus,
-  type RampHistoryEntry,
 } from '../src/workflows/types';
 import { replayAllRuns } from './helpers/replay';
-import { readSampleRecords } from './helpers/results';
+import { rampHistory, readSampleRecords } from './helpers/results';
 import {
   runCli,
   runCommand,
@@ -104,14 +102,6 @@ async function expectHeld(name: string): Promise<number> {
     await sleep(250);
   }
   return done;
-}
-
-async function rampHistory(logDir: string): Promise<RampHistoryEntry[]> {
-  const text = await fs.readFile(path.join(logDir, 'ramp-history.jsonl'), 'utf8').catch(() => '');
-  return text
-    .split('\n')
-    .filter((line) => line !== '')
-    .map((line) => JSON.parse(line) as RampHistoryEntry);
 }
 
 test('pause drains the run and holds it, resume finishes it; by steward and by the stock CLI', async () => {

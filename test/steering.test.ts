@@ -5,7 +5,6 @@
  * range and ramp state without draining its tasks. Against a dev server of the file's own whose
  * continue-as-new suggestion is low, so every run here hands over several times.
  */
-import { promises as fs } from 'node:fs';
 import * as path from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { Client, QueryNotRegisteredError, WorkflowUpdateFailedError } from '@temporalio/client';
@@ -20,11 +19,10 @@ import {
   statusQuery,
   taskWorkflowId,
   type EvalSetStatus,
-  type RampHistoryEntry,
 } from '../src/workflows/types';
 import { startOwnDevServer, type OwnDevServer } from './helpers/server';
 import { replayAllRuns } from './helpers/replay';
-import { readSampleRecords } from './helpers/results';
+import { rampHistory, readSampleRecords } from './helpers/results';
 import {
   runCli,
   runCommand,
@@ -102,14 +100,6 @@ async function runsOf(id: string): Promise<number> {
   let runs = 0;
   for await (const _ of client.workflow.list({ query: `WorkflowId = '${id}'` })) runs++;
   return runs;
-}
-
-async function rampHistory(logDir: string): Promise<RampHistoryEntry[]> {
-  const text = await fs.readFile(path.join(logDir, 'ramp-history.jsonl'), 'utf8');
-  return text
-    .split('\n')
-    .filter((line) => line !== '')
-    .map((line) => JSON.parse(line) as RampHistoryEntry);
 }
 
 async function expectCompletedOnce(

@@ -78,6 +78,9 @@ import {
   type TaskStatus,
 } from './types';
 
+/** Runs started before the default signal handler came after every other keep the old order. */
+export const UNKNOWN_SIGNALS_LAST_PATCH = 'unknown-signals-last';
+
 // Bad input fails these at once (non-retryable); the attempts are for infrastructure (a disk, a
 // restarting server), about ten minutes of it, after which the eval set fails saying why.
 const { planEvalSet, writeEvalSetSummary } = proxyActivities<ControlActivities>({
@@ -257,9 +260,15 @@ export async function evalSet(raw: EvalSetInput): Promise<EvalSetResult> {
     steerBySignal({ kind: 'unpause', args }, t),
   );
   onSignal(workerReportSignal, workerReportSchema, (report, t) => t.report(report));
-  setDefaultSignalHandler((name) =>
-    withTender((t) => refuseSignal(t, `unknown signal "${name}"`, Date.now())),
-  );
+  // Registering it hands it every signal buffered so far that has no handler yet: a task's
+  // taskDone that reached a new run before its first task was refused as unknown when this came
+  // first. Runs started before keep the old order, as their histories were written with it.
+  const refuseUnknown = () =>
+    setDefaultSignalHandler((name) =>
+      withTender((t) => refuseSignal(t, `unknown signal "${name}"`, Date.now())),
+    );
+  const unknownLast = patched(UNKNOWN_SIGNALS_LAST_PATCH);
+  if (!unknownLast) refuseUnknown();
   // A task says it is ending, so its slot goes to the next task at once, not at the tend. The
   // signal is only a nudge: what ended, and how, is read from the task's workflow itself, so a
   // forged one changes nothing.
@@ -286,6 +295,7 @@ export async function evalSet(raw: EvalSetInput): Promise<EvalSetResult> {
       confirming.delete(task);
     }
   });
+  if (unknownLast) refuseUnknown();
 
   // Updates: the sender waits for the answer, and a payload the validator refuses never enters
   // history.

@@ -2,6 +2,7 @@
 import { promises as fs } from 'node:fs';
 import * as path from 'node:path';
 import type { SampleRecord } from '../../src/logs/store';
+import type { RampHistoryEntry } from '../../src/workflows/types';
 
 export async function readSampleRecords(logDir: string, task: string): Promise<SampleRecord[]> {
   const dir = path.join(logDir, task, 'samples');
@@ -30,4 +31,13 @@ export function peakConcurrency(
     peak = Math.max(peak, current);
   }
   return peak;
+}
+
+/** The eval set's ramp history (`ramp-history.jsonl` in its log dir); none written yet: none. */
+export async function rampHistory(logDir: string): Promise<RampHistoryEntry[]> {
+  const text = await fs.readFile(path.join(logDir, 'ramp-history.jsonl'), 'utf8').catch(() => '');
+  return text
+    .split('\n')
+    .filter((line) => line !== '')
+    .map((line) => JSON.parse(line) as RampHistoryEntry);
 }
