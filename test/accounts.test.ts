@@ -15,6 +15,7 @@ import type { HostStats } from '../src/workers/lease-protocol';
 import { statusQuery, type EvalSetStatus } from '../src/workflows/types';
 import { readSampleRecords } from './helpers/results';
 import { STEWARD_BIN, tempDir, uniqueName } from './helpers/cli';
+import { spawnFleet } from './helpers/fleet';
 
 const TEND_SECONDS = 2;
 /** Must never show in status, history or the owner's state. */
@@ -259,12 +260,11 @@ describe('one controller per provider account per host', () => {
     // A second host: another fleet with its own account owner (its own STEWARD_HOME, so its own
     // lease socket), serving the same eval set's task queues.
     const home = await tempDir();
-    const second = spawn(process.execPath, [STEWARD_BIN, 'workers', run.name], {
+    const second = spawnFleet({
+      name: run.name,
       cwd: home,
       env: { ...process.env, SIM_BASE_URL: provider.url, SIM_API_KEY: API_KEY },
-      stdio: 'ignore',
     });
-    const secondExited = new Promise((resolve) => second.on('exit', resolve));
     try {
       // Both hosts report the account, and the tend splits its 40 between them.
       const split = await until(
@@ -300,8 +300,7 @@ describe('one controller per provider account per host', () => {
       );
       await expectEverySampleOnce(run, samples);
     } finally {
-      second.kill('SIGINT');
-      await secondExited;
+      await second.stop();
       await stop(run);
       await provider.close();
     }

@@ -12,14 +12,14 @@
  *   stock `temporal workflow start` input, a snapshot that is not there, and a task whose records
  *   in the log dir are another task's.
  */
-import { spawn, type ChildProcess } from 'node:child_process';
 import { promises as fs } from 'node:fs';
 import * as path from 'node:path';
 import { Client, Connection } from '@temporalio/client';
 import { parse, stringify } from 'yaml';
 import { loadDefinitionFiles, writeSnapshot } from '../src/loader/snapshot';
 import type { EvalSetInput, EvalSetResult } from '../src/workflows/types';
-import { expectExit, runCli, STEWARD_BIN, tempDir, uniqueName, writeEvalSet } from './helpers/cli';
+import { expectExit, runCli, tempDir, uniqueName, writeEvalSet } from './helpers/cli';
+import { spawnFleet, type TestFleet } from './helpers/fleet';
 import { waitFor, within } from './helpers/processes';
 import { readSampleRecords } from './helpers/results';
 
@@ -36,8 +36,7 @@ describe('two fleets against one Temporal server', () => {
   let client: Client;
   let root: string;
   let second: { dir: string; env: NodeJS.ProcessEnv; home: string };
-  let fleet: ChildProcess;
-  let fleetExited: Promise<unknown>;
+  let fleet: TestFleet;
 
   beforeAll(async () => {
     client = new Client({
@@ -51,17 +50,11 @@ describe('two fleets against one Temporal server', () => {
     await fs.mkdir(dir);
     second = { dir, home, env: { ...process.env, STEWARD_HOME: home } };
     // The second fleet: `steward workers`, serving every running eval set, from its own directory.
-    fleet = spawn(process.execPath, [STEWARD_BIN, 'workers'], {
-      cwd: second.dir,
-      env: second.env,
-      stdio: 'ignore',
-    });
-    fleetExited = new Promise((resolve) => fleet.once('exit', resolve));
+    fleet = spawnFleet({ cwd: second.dir, env: second.env });
   });
 
   afterAll(async () => {
-    fleet?.kill('SIGTERM');
-    await fleetExited;
+    await fleet?.stop();
     await client?.connection.close();
   });
 

@@ -4,7 +4,6 @@
  * handler once the workflow registers it, never to the handler of unknown signals: registering that
  * one first handed it every buffered signal, and a task's `taskDone` was recorded as refused.
  */
-import { spawn, type ChildProcess } from 'node:child_process';
 import * as path from 'node:path';
 import { Client, Connection } from '@temporalio/client';
 import { loadDefinitionFiles, writeSnapshot } from '../src/loader/snapshot';
@@ -15,14 +14,14 @@ import {
   type EvalSetInput,
   type EvalSetResult,
 } from '../src/workflows/types';
-import { STEWARD_BIN, tempDir, uniqueName, writeEvalSet } from './helpers/cli';
+import { tempDir, uniqueName, writeEvalSet } from './helpers/cli';
+import { spawnFleet, type TestFleet } from './helpers/fleet';
 import { within } from './helpers/processes';
 import { rampHistory } from './helpers/results';
 
 describe('a signal buffered before the first workflow task', () => {
   let client: Client;
-  let fleet: ChildProcess;
-  let fleetExited: Promise<unknown>;
+  let fleet: TestFleet;
 
   beforeAll(async () => {
     client = new Client({
@@ -30,16 +29,13 @@ describe('a signal buffered before the first workflow task', () => {
       namespace: process.env.TEMPORAL_NAMESPACE,
     });
     // `steward workers` serves every running eval set, this one included.
-    fleet = spawn(process.execPath, [STEWARD_BIN, 'workers'], {
+    fleet = spawnFleet({
       env: { ...process.env, STEWARD_HOME: path.join(await tempDir(), '.steward') },
-      stdio: 'ignore',
     });
-    fleetExited = new Promise((resolve) => fleet.once('exit', resolve));
   });
 
   afterAll(async () => {
-    fleet?.kill('SIGTERM');
-    await fleetExited;
+    await fleet?.stop();
     await client?.connection.close();
   });
 

@@ -2,7 +2,6 @@
  * Interop and the README: an eval set started with the stock `temporal` CLI runs on
  * `steward workers`, and the quick-start command works on the embedded defaults.
  */
-import { spawn, type ChildProcess } from 'node:child_process';
 import { promises as fs } from 'node:fs';
 import * as path from 'node:path';
 import { Client, Connection } from '@temporalio/client';
@@ -10,26 +9,15 @@ import { findTemporalBinary } from '../src/temporal/binary';
 import { stopDevServer } from '../src/temporal/devserver';
 import type { EvalSetResult } from '../src/workflows/types';
 import { readSampleRecords } from './helpers/results';
-import {
-  REPO_ROOT,
-  STEWARD_BIN,
-  runCommand,
-  tempDir,
-  uniqueName,
-  writeEvalSet,
-} from './helpers/cli';
+import { REPO_ROOT, runCommand, tempDir, uniqueName, writeEvalSet } from './helpers/cli';
+import { spawnFleet, type TestFleet } from './helpers/fleet';
 
 describe('temporal workflow start, served by steward workers', () => {
-  let workers: ChildProcess;
-  let workersExited: Promise<number | null>;
+  let workers: TestFleet;
   let client: Client;
 
   beforeAll(async () => {
-    workers = spawn(process.execPath, [STEWARD_BIN, 'workers'], {
-      stdio: 'ignore',
-      env: process.env,
-    });
-    workersExited = new Promise((resolve) => workers.once('exit', (code) => resolve(code)));
+    workers = spawnFleet();
     client = new Client({
       connection: await Connection.connect({ address: process.env.TEMPORAL_ADDRESS! }),
       namespace: process.env.TEMPORAL_NAMESPACE,
@@ -37,8 +25,7 @@ describe('temporal workflow start, served by steward workers', () => {
   });
 
   afterAll(async () => {
-    workers.kill('SIGTERM');
-    await workersExited;
+    await workers.stop();
     await client.connection.close();
   });
 

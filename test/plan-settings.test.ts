@@ -3,7 +3,6 @@
  * whichever process of whichever fleet runs it, uses the input and the definition only: never
  * that process's `STEWARD_*` variables or the `_steward.yaml` of its working directory.
  */
-import { spawn } from 'node:child_process';
 import { promises as fs } from 'node:fs';
 import * as path from 'node:path';
 import { Client, Connection } from '@temporalio/client';
@@ -19,8 +18,9 @@ import {
   type EvalSetInput,
   type EvalSetPlan,
 } from '../src/workflows/types';
-import { runCli, STEWARD_BIN, tempDir, uniqueName, writeEvalSet } from './helpers/cli';
-import { runningOf, waitFor } from './helpers/processes';
+import { runCli, tempDir, uniqueName, writeEvalSet } from './helpers/cli';
+import { spawnFleet } from './helpers/fleet';
+import { waitFor } from './helpers/processes';
 
 const RAMP_DEFAULT = { type: 'ramp', lo: 50, hi: 200, step: 20, start: 50 };
 
@@ -109,10 +109,10 @@ describe('end to end: a fleet started elsewhere serves an eval set launched here
     const file = await writeEvalSet(dir, name, [{ name: 't', samples: 400, latencyMs: 2_000 }]);
     const stranger = await strangerDir();
     // The only control worker on this server: another directory, another environment.
-    const fleet = spawn(process.execPath, [STEWARD_BIN, 'workers', name], {
+    const fleet = spawnFleet({
+      name,
       cwd: stranger,
       env: { ...process.env, ...STRANGER_ENV, STEWARD_HOME: stranger },
-      stdio: 'ignore',
     });
     const handle = await client.workflow.start('evalSet', {
       taskQueue: STEWARD_TASK_QUEUE,
@@ -137,10 +137,7 @@ describe('end to end: a fleet started elsewhere serves an eval set launched here
       });
     } finally {
       await handle.terminate('test over').catch(() => undefined);
-      fleet.kill('SIGTERM');
-      await waitFor('the fleet to stop', async () =>
-        (await runningOf([fleet.pid as number])).length === 0 ? true : undefined,
-      );
+      await fleet.stop();
     }
   });
 
