@@ -1,12 +1,9 @@
 /** A `steward workers` fleet of a test's own: another host's fleet, or the only one. */
-import { spawn, type ChildProcess } from 'node:child_process';
+import { spawn } from 'node:child_process';
 import { STEWARD_BIN } from './cli';
 
 export interface TestFleet {
-  readonly process: ChildProcess;
-  /** Resolves with the exit code once the fleet's supervisor has exited. */
-  readonly exited: Promise<number | null>;
-  /** Stops the fleet as an operator's Ctrl-C would (SIGTERM), and waits for it to exit. */
+  /** Stops the fleet (SIGTERM, as a service manager would) and resolves with its exit code. */
   stop(): Promise<number | null>;
 }
 
@@ -25,8 +22,6 @@ export function spawnFleet(
   });
   const exited = new Promise<number | null>((resolve) => child.once('exit', resolve));
   return {
-    process: child,
-    exited,
     stop: () => {
       if (child.exitCode === null && child.signalCode === null) child.kill('SIGTERM');
       return exited;
