@@ -2,16 +2,14 @@
  * A sample beats while it runs as an activity of its own, and not at all when it runs inline (a
  * local activity): the SDK's core refuses a local activity's heartbeat and logs a warning for
  * each, thousands of lines a task. `runSample` runs here in the SDK's mock activity context, with
- * a real definition, model and log store on disk, and its report taken by a stand-in client.
+ * a worker process's real dependencies (definition, model, log store on disk), and its report
+ * taken by a stand-in client.
  */
 import * as path from 'node:path';
 import type { Client } from '@temporalio/client';
 import { MockActivityEnvironment } from '@temporalio/testing';
-import type { ActivityDeps } from '../src/activities/deps';
 import { createSampleActivities } from '../src/activities/sample';
-import { loadDefinition } from '../src/loader/definition';
-import { openLogStore } from '../src/logs/store';
-import { createModel } from '../src/models';
+import { processDeps } from '../src/workers/runtime';
 import type { SampleInput } from '../src/workflows/types';
 import { tempDir, writeEvalSet } from './helpers/cli';
 
@@ -19,7 +17,6 @@ import { tempDir, writeEvalSet } from './helpers/cli';
 async function run(isLocal: boolean): Promise<{ beats: number; reports: unknown[] }> {
   const dir = await tempDir('steward-sample-beat-');
   const file = await writeEvalSet(dir, 'beat', [{ name: 't', samples: 1, latencyMs: 2_500 }]);
-  const definition = await loadDefinition(file);
   const reports: unknown[] = [];
   const client = {
     workflow: {
@@ -28,15 +25,8 @@ async function run(isLocal: boolean): Promise<{ beats: number; reports: unknown[
       }),
     },
   } as unknown as Client;
-  const deps: ActivityDeps = {
-    definition: async () => definition,
-    model: (name, args) => createModel(name, args, {}),
-    logStore: openLogStore,
-    client,
-    env: {},
-    now: Date.now,
-    worker: { pid: process.pid, host: 'test' },
-  };
+  // The worker process's own dependencies: the definition read from its path, real models.
+  const deps = processDeps({ client, env: {} });
   const input: SampleInput = {
     evalSet: 'beat',
     task: 't',
