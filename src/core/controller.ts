@@ -5,9 +5,10 @@
  * 10, max 100 (the ramp moves the max with {@link ConnectionLimiter.setCeiling}); it doubles per
  * saturated round until the first rate-limit signal, then grows 5% per round rounded up to a
  * "nice" number; a rate limit cuts it to 0.8x and starts a 15 s cooldown. Transient errors never
- * cut. Where a rate-limit episode began (the calls in flight when the refused attempt was sent) is
- * the account's wall: the limit stays one step below it for {@link WALL_PROBE_WAIT_MS}, from the
- * refusal on, as the tend will hold the account's ceiling once it hears of it (src/core/ramp.ts).
+ * cut. Where a rate-limit episode began (the calls in flight when the refused attempt was sent,
+ * or more if more of the calls in flight at the refusal were accepted) is the account's wall: the
+ * limit stays one step below it for {@link WALL_PROBE_WAIT_MS}, from the refusal on, as the tend
+ * will hold the account's ceiling once it hears of it (src/core/ramp.ts).
  * {@link FixedConnections} is the same interface for an explicit `max_connections`.
  *
  * The clock is injected and nothing here does I/O, so every rule is testable by driving calls.
@@ -67,11 +68,12 @@ export interface ConnectionsWindow {
    */
   queuedShare: number;
   /**
-   * Calls in flight when the attempt whose refusal began a rate-limit episode was sent, itself
-   * included (the highest, if several episodes began in the window; null: none began): the
-   * level at which the provider pushed back. It can be well below the limit when the samples,
-   * not the limit, bound the calls. Signals inside an episode's cooldown are traffic admitted
-   * before its cut and say nothing new about the level.
+   * The level at which the provider pushed back, for the rate-limit episode that began in the
+   * window (the highest, if several began; null: none began): the calls in flight when the
+   * refused attempt was sent, itself included, or, if higher, one more than the calls the
+   * provider was holding for us when it refused (see {@link SlotLimiter}'s `witness`). It can be
+   * well below the limit when the samples, not the limit, bound the calls. Signals inside an
+   * episode's cooldown are traffic admitted before its cut and say nothing new about the level.
    */
   pushbackLevel: number | null;
 }
@@ -96,6 +98,27 @@ export interface ConnectionLimiter extends CallSlots {
   snapshot(): ConnectionsSnapshot;
   /** Returns the window's counters and starts a new window. */
   drainWindow(): ConnectionsWindow;
+}
+
+/** One attempt holding a slot: its level when it was sent, itself included. */
+interface Attempt {
+  sentAt: number;
+}
+
+/**
+ * What a rate-limit episode's refusal proves about the level, as the attempts that were in flight
+ * when it came back end: each of them that succeeds was held by the provider, so the provider
+ * held at least that many of our calls at once and refused one more. It matters after a burst:
+ * calls granted together reach the provider in any order, so the refused one may have been
+ * granted 58th and still arrived 61st, behind 60 that were accepted.
+ */
+interface Witness {
+  /** The attempts in flight at the refusal that have not ended yet. */
+  pending: Set<Attempt>;
+  accepted: number;
+  level: number;
+  /** The window the episode began in: the level is raised there until it is drained. */
+  window: ConnectionsWindow;
 }
 
 interface Waiter {
@@ -126,6 +149,9 @@ abstract class SlotLimiter implements ConnectionLimiter {
   protected limit: number;
   private inFlight = 0;
   private readonly waiters: Waiter[] = [];
+  private readonly running = new Set<Attempt>();
+  /** The latest episode's measure of its level, until every attempt it watches has ended. */
+  private witness: Witness | null = null;
   private cooldownUntil = Number.NEGATIVE_INFINITY;
   private totals = { cuts: 0, rateLimitEpisodes: 0, successes: 0 };
   private window: ConnectionsWindow;
@@ -154,6 +180,8 @@ abstract class SlotLimiter implements ConnectionLimiter {
    * flight when the attempt was sent, itself included.
    */
   protected onOutcome(_outcome: CallOutcome, _sentAt: number): void {}
+  /** Called when the attempts in flight at an episode's refusal raise its level (`witness`). */
+  protected onPushbackMeasured(_level: number): void {}
   /** Whether calls queued now wait on a limit that binds (see {@link ConnectionsWindow.queuedShare}). */
   protected limitBinds(): boolean {
     return true;
@@ -239,6 +267,10 @@ abstract class SlotLimiter implements ConnectionLimiter {
       return false;
     }
     this.window.pushbackLevel = Math.max(this.window.pushbackLevel ?? 0, sentAt);
+    this.witness =
+      this.running.size > 0
+        ? { pending: new Set(this.running), accepted: 0, level: sentAt, window: this.window }
+        : null;
     this.cooldownUntil = now + Math.max(this.cooldownMs, hint);
     this.totals.rateLimitEpisodes += 1;
     this.window.rateLimitEpisodes += 1;
@@ -248,12 +280,16 @@ abstract class SlotLimiter implements ConnectionLimiter {
   private grant(): Release {
     this.inFlight += 1;
     const sentAt = this.inFlight;
+    const attempt: Attempt = { sentAt };
+    this.running.add(attempt);
     this.onGrant(sentAt);
     let released = false;
     return (outcome) => {
       if (released) return;
       released = true;
       this.inFlight -= 1;
+      this.running.delete(attempt);
+      this.witnessed(attempt, outcome);
       if (outcome.kind === 'success') {
         this.totals.successes += 1;
         this.window.successes += 1;
@@ -263,6 +299,20 @@ abstract class SlotLimiter implements ConnectionLimiter {
       this.onOutcome(outcome, sentAt);
       this.admitWaiters();
     };
+  }
+
+  /** An attempt ended: if the episode's refusal found it in flight, it may raise the level. */
+  private witnessed(attempt: Attempt, outcome: CallOutcome): void {
+    const { witness } = this;
+    if (witness === null || !witness.pending.delete(attempt)) return;
+    if (witness.pending.size === 0) this.witness = null;
+    if (outcome.kind !== 'success') return;
+    witness.accepted += 1;
+    if (witness.accepted + 1 <= witness.level) return;
+    witness.level = witness.accepted + 1;
+    // Once drained, the window was handed out as a copy: a later raise reaches only the wall.
+    witness.window.pushbackLevel = Math.max(witness.window.pushbackLevel ?? 0, witness.level);
+    this.onPushbackMeasured(witness.level);
   }
 
   private admitWaiters(): void {
@@ -428,6 +478,11 @@ export class AdaptiveConnections extends SlotLimiter {
   }
 
   /** The most the wall allows now: one step below it while it holds. */
+  /** The episode's refusal was behind more accepted calls than its send level said: a higher wall. */
+  protected override onPushbackMeasured(level: number): void {
+    if (this.wall !== null) this.wall = { ...this.wall, level: Math.max(this.wall.level, level) };
+  }
+
   private wallCap(): number {
     const { wall } = this;
     return wall !== null && this.now() < wall.until ? belowWall(wall.level) : Infinity;

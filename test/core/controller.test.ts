@@ -387,6 +387,48 @@ describe('pushback level of a window', () => {
     expect(controller.drainWindow()).toMatchObject({ limit: 20, pushbackLevel: 12 });
   });
 
+  test('after a burst, is one more than the calls the provider held when it refused', async () => {
+    // A provider that holds 60 of our calls, met by a burst of 80 granted together: the one
+    // granted 58th reached it behind 60 others and was refused. Its send level (58) would hold the
+    // account at 55; the 60 of the calls in flight at the refusal that succeed put the wall at 61.
+    const { controller, time } = adaptive({ start: 80, max: 100 });
+    const releases = await take(controller, 80);
+    releases[57]({ kind: 'rateLimit' });
+    expect(limit(controller)).toBe(55);
+    const others = releases.filter((_, i) => i !== 57);
+    for (const release of others.slice(0, 60)) release({ kind: 'success' });
+    for (const release of others.slice(60)) release({ kind: 'rateLimit' });
+    expect(controller.drainWindow().pushbackLevel).toBe(61);
+    // After the cooldown the controller grows to one step below the measured wall, and no further.
+    time.advance(15_000);
+    for (let round = 0; round < 5; round++) await saturatedRound(controller);
+    expect(limit(controller)).toBe(60);
+  });
+
+  test('a refusal in a steady stream keeps its send level, which the calls still in flight undercount', async () => {
+    // 60 in flight and a 61st sent: refused. By then one of the 60 has ended, so the calls in
+    // flight at the refusal (59, all accepted) say 60, less than the send level.
+    const { controller } = adaptive({ start: 80, max: 100 });
+    const releases = await take(controller, 61);
+    releases[0]({ kind: 'success' });
+    releases[60]({ kind: 'rateLimit' });
+    for (const release of releases.slice(1, 60)) release({ kind: 'success' });
+    expect(controller.drainWindow().pushbackLevel).toBe(61);
+  });
+
+  test('a level measured after its window was drained moves only the controller', async () => {
+    const { controller, time } = adaptive({ start: 80, max: 100 });
+    const releases = await take(controller, 80);
+    releases[57]({ kind: 'rateLimit' });
+    expect(controller.drainWindow().pushbackLevel).toBe(58);
+    for (const release of releases.filter((_, i) => i !== 57)) release({ kind: 'success' });
+    expect(controller.drainWindow().pushbackLevel).toBeNull();
+    // The 79 accepted put the controller's own wall at 80: it climbs back to 75, not 55.
+    time.advance(15_000);
+    for (let round = 0; round < 8; round++) await saturatedRound(controller);
+    expect(limit(controller)).toBe(75);
+  });
+
   test('a fixed limit reports it too, and transient errors never do', async () => {
     const limiter = new FixedConnections(30, { now: () => 0 });
     const releases = await take(limiter, 20);
