@@ -7,7 +7,8 @@ import * as path from 'node:path';
 import type { Client } from '@temporalio/client';
 import { taskQueueFor, taskWorkflowId, evalSetWorkflowId } from '../src/workflows/types';
 import { startOwnDevServer, type OwnDevServer } from './helpers/server';
-import { runsOfEvalSet, sampleRunKinds } from './helpers/histories';
+import { temporal } from '@temporalio/proto';
+import { fetchHistory, runsOfEvalSet, sampleRunKinds } from './helpers/histories';
 import { replayAllRuns } from './helpers/replay';
 import { readSampleRecords } from './helpers/results';
 import { runCli, tempDir, uniqueName, writeEvalSet } from './helpers/cli';
@@ -62,6 +63,20 @@ describe('continue-as-new without draining', () => {
     expect(runs.filter((s) => s === 'CONTINUED_AS_NEW')).toHaveLength(runs.length - 1);
     expect(runs.filter((s) => s === 'COMPLETED')).toHaveLength(1);
 
+    // No hand-over was refused for a report that came in while it was being made: the server
+    // fails such a workflow task (UnhandledCommand), and the SDK then replays the whole run.
+    const refused = await unhandledCommandFailures(client, taskId);
+    console.log(`${runs.length - 1} hand-overs, ${refused} refused for an unhandled report`);
+    expect(refused).toBe(0);
+    // And the hold ended with the hand-over: each next run heard from its samples as soon as its
+    // first workflow task was done (which ends the hold), not when the hold ran out (10 s).
+    const silences = await silenceAfterHandOver(client, taskId);
+    console.log(
+      `first report after each hand-over: ${silences.map((ms) => `${ms} ms`).join(', ')}`,
+    );
+    expect(silences).toHaveLength(runs.length - 1);
+    for (const ms of silences) expect(ms).toBeLessThan(5_000);
+
     // Each sample workflow started once and completed: none cancelled, terminated or repeated.
     const samples = new Map<string, string[]>();
     const query = `WorkflowType = 'sampleWorkflow' AND TaskQueue = '${taskQueueFor(name, 'big')}'`;
@@ -97,3 +112,50 @@ describe('continue-as-new without draining', () => {
     expect(replayed).toBe(runs.length + 1);
   });
 });
+
+/** Workflow tasks of every run of `workflowId` that the server failed as UnhandledCommand. */
+async function unhandledCommandFailures(client: Client, workflowId: string): Promise<number> {
+  const { EventType, WorkflowTaskFailedCause } = temporal.api.enums.v1;
+  let failures = 0;
+  for await (const wf of client.workflow.list({ query: `WorkflowId = '${workflowId}'` })) {
+    const history = await fetchHistory(client, { workflowId, runId: wf.runId });
+    failures += (history.events ?? []).filter(
+      (e) =>
+        e.eventType === EventType.EVENT_TYPE_WORKFLOW_TASK_FAILED &&
+        e.workflowTaskFailedEventAttributes?.cause ===
+          WorkflowTaskFailedCause.WORKFLOW_TASK_FAILED_CAUSE_UNHANDLED_COMMAND,
+    ).length;
+  }
+  return failures;
+}
+
+/**
+ * For each run that continued another: from its first workflow task's end to the first report
+ * signal it received after that.
+ */
+async function silenceAfterHandOver(client: Client, workflowId: string): Promise<number[]> {
+  const { EventType } = temporal.api.enums.v1;
+  const silences: number[] = [];
+  for await (const wf of client.workflow.list({ query: `WorkflowId = '${workflowId}'` })) {
+    const events = (await fetchHistory(client, { workflowId, runId: wf.runId })).events ?? [];
+    const started = events[0]?.workflowExecutionStartedEventAttributes;
+    if (!started?.continuedExecutionRunId) continue;
+    const first = events.findIndex(
+      (e) => e.eventType === EventType.EVENT_TYPE_WORKFLOW_TASK_COMPLETED,
+    );
+    const report = events
+      .slice(first)
+      .find(
+        (e) =>
+          e.eventType === EventType.EVENT_TYPE_WORKFLOW_EXECUTION_SIGNALED &&
+          e.workflowExecutionSignaledEventAttributes?.signalName === 'samplesDone',
+      );
+    if (report) silences.push(Math.max(0, millis(report) - millis(events[first])));
+  }
+  return silences;
+}
+
+function millis(event: temporal.api.history.v1.IHistoryEvent): number {
+  const { seconds, nanos } = event.eventTime ?? {};
+  return Number(seconds ?? 0) * 1_000 + Math.floor((nanos ?? 0) / 1e6);
+}

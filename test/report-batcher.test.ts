@@ -84,4 +84,65 @@ describe('ReportBatcher', () => {
     await batcher.report('t', 2);
     expect(sent).toEqual([[2]]);
   });
+
+  describe('a held target', () => {
+    afterEach(() => jest.useRealTimers());
+
+    it('waits for the send in flight, then sends nothing until released, then all that queued', async () => {
+      const { calls, send } = manualSend();
+      const batcher = new ReportBatcher(send, 100);
+      const first = batcher.report('t1', 1);
+      await tick();
+      let held = false;
+      const holding = batcher.hold('t1', 10_000).then(() => (held = true));
+      const queued = [2, 3].map((r) => batcher.report('t1', r));
+      const other = batcher.report('t2', 9);
+      await tick();
+      // The hold waits for [1] to arrive; other targets are not held.
+      expect(held).toBe(false);
+      expect(calls.map((c) => [c.target, c.reports])).toEqual([
+        ['t1', [1]],
+        ['t2', [9]],
+      ]);
+      calls[0].resolve();
+      await first;
+      await holding;
+      await tick();
+      expect(calls).toHaveLength(2);
+      batcher.release('t1');
+      await tick();
+      expect(calls[2]).toMatchObject({ target: 't1', reports: [2, 3] });
+      calls[2].resolve();
+      calls[1].resolve();
+      await Promise.all([...queued, other]);
+    });
+
+    it('resolves at once when nothing is in flight, and runs out by itself', async () => {
+      jest.useFakeTimers();
+      const sent: number[][] = [];
+      const batcher = new ReportBatcher<number>((_t, reports) => {
+        sent.push(reports);
+        return Promise.resolve();
+      }, 10);
+      await batcher.hold('t', 5_000);
+      const report = batcher.report('t', 1);
+      await jest.advanceTimersByTimeAsync(4_999);
+      expect(sent).toEqual([]);
+      await jest.advanceTimersByTimeAsync(1);
+      await report;
+      expect(sent).toEqual([[1]]);
+    });
+
+    it('a release with no hold, or for a target never seen, changes nothing', async () => {
+      const { calls, send } = manualSend();
+      const batcher = new ReportBatcher(send, 100);
+      batcher.release('nobody');
+      const done = batcher.report('t', 1);
+      batcher.release('t');
+      await tick();
+      expect(calls).toHaveLength(1);
+      calls[0].resolve();
+      await done;
+    });
+  });
 });

@@ -9,6 +9,7 @@ import type Dockerode from 'dockerode';
 import type { EvalSetDefinition, Model, TaskDefinition } from '../definition/types';
 import { ErrorType } from '../errors';
 import type { LogStore } from '../logs/store';
+import type { TaskReports } from './reports';
 
 /**
  * Where an activity finds its eval set's definition: the snapshot `hash` in `logDir` (see
@@ -29,6 +30,8 @@ export interface ActivityDeps {
   logStore(dir: string): LogStore;
   /** Needed only by the control activities that observe running tasks. */
   client?: Client;
+  /** Sample reports to their tasks, one batcher for the process (needs `client`). */
+  reports?: TaskReports;
   /** The Docker daemon sandboxed samples run on; needed only by tasks with a `sandbox`. */
   docker?: Dockerode;
   env: NodeJS.ProcessEnv;

@@ -12,6 +12,12 @@
  * A report's promise settles with the signal that carried it, so a sample's activity completes
  * only once its task has the report: a crash before that re-runs the activity, which finds its
  * record and reports again (the task counts a repeat once).
+ *
+ * A target can be held: its reports queue and nothing is sent to it until it is released or the
+ * hold runs out. A task workflow holds its reports while it continues-as-new (src/workflows/
+ * eval-task.ts): the server refuses a continue-as-new that a signal overtook, and the SDK then
+ * replays the whole run, seconds for a few thousand events, with every sample of the worker
+ * waiting meanwhile.
  */
 
 export type SendReports<R> = (target: string, reports: R[]) => Promise<void>;
@@ -25,6 +31,10 @@ interface Queued<R> {
 interface Target<R> {
   queue: Queued<R>[];
   sending: boolean;
+  /** While set, nothing is sent: until `release`, or the timer's end. */
+  hold?: NodeJS.Timeout;
+  /** Holds waiting for the send in flight to settle (see {@link ReportBatcher.hold}). */
+  idle: (() => void)[];
 }
 
 export class ReportBatcher<R> {
@@ -46,18 +56,47 @@ export class ReportBatcher<R> {
   /** Resolves once a send that carried `report` succeeded; rejects with that send's error. */
   report(target: string, report: R): Promise<void> {
     return new Promise<void>((resolve, reject) => {
-      let state = this.targets.get(target);
-      if (!state) {
-        state = { queue: [], sending: false };
-        this.targets.set(target, state);
-      }
+      const state = this.target(target);
       state.queue.push({ report, resolve, reject });
       this.pump(target, state);
     });
   }
 
+  /**
+   * Sends nothing more to `target` until {@link release} or for `ms` at most. Resolves once the
+   * send in flight, if any, has settled: from then on, everything sent to it has arrived.
+   */
+  hold(target: string, ms: number): Promise<void> {
+    const state = this.target(target);
+    clearTimeout(state.hold);
+    state.hold = setTimeout(() => this.release(target), ms);
+    state.hold.unref();
+    if (!state.sending) return Promise.resolve();
+    return new Promise<void>((resolve) => state.idle.push(resolve));
+  }
+
+  /** Ends a hold: what queued meanwhile goes in the next send. */
+  release(target: string): void {
+    const state = this.targets.get(target);
+    if (!state?.hold) return;
+    clearTimeout(state.hold);
+    state.hold = undefined;
+    this.pump(target, state);
+  }
+
+  private target(target: string): Target<R> {
+    let state = this.targets.get(target);
+    if (!state) {
+      state = { queue: [], sending: false, idle: [] };
+      this.targets.set(target, state);
+    }
+    return state;
+  }
+
   private pump(target: string, state: Target<R>): void {
     if (state.sending) return;
+    for (const resolve of state.idle.splice(0)) resolve();
+    if (state.hold) return;
     if (state.queue.length === 0) {
       this.targets.delete(target);
       return;

@@ -18,11 +18,9 @@ import { reapSandboxes } from '../sandbox/cleanup';
 import { withSandbox } from '../sandbox/docker';
 import { BUSYBOX_IMAGE, ensureBusyboxImage } from '../sandbox/image';
 import type { SandboxOwner, SandboxSpec } from '../sandbox/types';
-import { MAX_REPORTS_PER_SIGNAL } from '../workflows/schemas';
-import { samplesDoneSignal, type SampleDone, type SampleInput } from '../workflows/types';
+import type { SampleDone, SampleInput } from '../workflows/types';
 import { findTask, type ActivityDeps } from './deps';
 import { failOnDefinition, toFailure } from './errors';
-import { ReportBatcher } from './report-batcher';
 
 /** How often a running sample tells Temporal it is alive (the heartbeat timeout is 10 s). */
 const HEARTBEAT_MS = 1_000;
@@ -31,10 +29,10 @@ export function createSampleActivities(deps: ActivityDeps) {
   let busybox: Promise<unknown> | undefined;
   // Successes reach the task from here rather than from the sample workflow: that saves the
   // sample a workflow task and a signal command, the per-sample cost the server pays.
-  const reports = new ReportBatcher<SampleDone>((parentId, batch) => {
-    if (!deps.client) throw new Error('runSample needs a Temporal client to report to its task');
-    return deps.client.workflow.getHandle(parentId).signal(samplesDoneSignal, { reports: batch });
-  }, MAX_REPORTS_PER_SIGNAL);
+  const report = (parentId: string, done: SampleDone): Promise<void> => {
+    if (!deps.reports) throw new Error('runSample needs a Temporal client to report to its task');
+    return deps.reports.report(parentId, done);
+  };
 
   return {
     async runSample(input: SampleInput): Promise<void> {
@@ -71,7 +69,7 @@ export function createSampleActivities(deps: ActivityDeps) {
         // An earlier attempt may have recorded the result and died before reporting it.
         const record =
           (await store.readSample(task.name, sample.id, epoch)) ?? (await solveAndRecord());
-        await reports.report(input.parentId, {
+        await report(input.parentId, {
           index: input.index,
           ok: true,
           ...(record.limit ? { limit: record.limit.type } : {}),

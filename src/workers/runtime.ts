@@ -15,10 +15,18 @@ import { openLogStore, type LogStore } from '../logs/store';
 import { createModel } from '../models';
 import type { ProviderAccounts } from '../models/accounts';
 import { memoize, thisWorker, type ActivityDeps } from '../activities/deps';
+import { taskReports, type TaskReports } from '../activities/reports';
 
 export function processDeps(
-  options: { client?: Client; env?: NodeJS.ProcessEnv; accounts?: ProviderAccounts } = {},
+  options: {
+    client?: Client;
+    env?: NodeJS.ProcessEnv;
+    accounts?: ProviderAccounts;
+    /** The process's sample reports, if its caller steers them too; else made from `client`. */
+    reports?: TaskReports;
+  } = {},
 ): ActivityDeps {
+  const reports = options.reports ?? (options.client && taskReports(options.client));
   const env = options.env ?? process.env;
   // One model object per name and arguments; calls go through their account's controller.
   const models = new Map<string, Model>();
@@ -53,6 +61,7 @@ export function processDeps(
       return store;
     },
     client: options.client,
+    ...(reports ? { reports } : {}),
     // Created on first use: a worker whose tasks have no sandbox never touches Docker.
     get docker() {
       docker ??= new Dockerode();

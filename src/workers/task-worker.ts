@@ -8,12 +8,14 @@ import { createActivities } from '../activities';
 import type { ConnectionsSetting } from '../config/settings';
 import { SETTINGS_DEFAULTS } from '../config/settings';
 import { thisWorker } from '../activities/deps';
+import { taskReports } from '../activities/reports';
 import { AccountHost, type SlotSource } from '../models/account-host';
 import { ProviderAccounts } from '../models/accounts';
 import { watchLineage } from '../util/lineage';
 import { LeaseClient } from './lease-client';
 import { watchOwners } from './owner-watch';
 import { installRuntime, processDeps } from './runtime';
+import { reportSinks } from './report-sinks';
 import { reportAccounts } from './report';
 
 /** What the supervisor hands a worker process (in `STEWARD_WORKER_CONFIG`); never a secret. */
@@ -75,7 +77,10 @@ export async function runTaskWorker(config: WorkerProcessConfig): Promise<void> 
     },
     env: process.env,
   });
-  const activities = createActivities(processDeps({ client, accounts }));
+  // Samples report through it, and task workflows hold it while they continue-as-new.
+  const reports = taskReports(client);
+  const activities = createActivities(processDeps({ client, accounts, reports }));
+  const sinks = reportSinks(reports, client);
   const workers = await Promise.all(
     config.taskQueues.map((taskQueue) =>
       Worker.create({
@@ -84,6 +89,7 @@ export async function runTaskWorker(config: WorkerProcessConfig): Promise<void> 
         taskQueue,
         workflowBundle: { codePath: config.bundlePath },
         activities,
+        sinks,
         maxConcurrentActivityTaskExecutions: MAX_CONCURRENT_SAMPLES,
         maxConcurrentLocalActivityExecutions: MAX_CONCURRENT_SAMPLES,
         maxConcurrentWorkflowTaskExecutions: MAX_CONCURRENT_SAMPLES,

@@ -14,6 +14,7 @@ import {
   log,
   patched,
   proxyActivities,
+  proxySinks,
   setDefaultSignalHandler,
   setHandler,
   sleep,
@@ -38,10 +39,12 @@ import {
   sampleDoneSignal,
   sampleRetriedSignal,
   samplesDoneSignal,
+  reportsHeldSignal,
   setLimitsSignal,
   taskDoneSignal,
   taskStatusQuery,
   type EvalTaskCarry,
+  type ReportSinks,
   type EvalTaskInput,
   type SampleDone,
   type TaskResult,
@@ -79,6 +82,16 @@ const { writeInspectLog } = proxyActivities<TaskActivities>({
   heartbeatTimeout: '30 seconds',
   retry: { maximumInterval: '10 seconds', maximumAttempts: 3 },
 });
+
+const { reports } = proxySinks<ReportSinks>();
+
+/**
+ * Runs that continue-as-new hold their worker's reports first (see {@link holdReports}); runs
+ * started before did not.
+ */
+export const HOLD_REPORTS_PATCH = 'hold-reports-to-continue-as-new';
+/** The most a continue-as-new waits for its worker to hold the reports, then goes on without. */
+const REPORTS_HOLD_WAIT = '5 seconds';
 
 /** How long handed-over samples may stay silent before their workflows are asked directly. */
 const HANDED_OVER_SILENCE = '15 seconds';
@@ -216,6 +229,27 @@ async function runTask(input: EvalTaskInput): Promise<TaskResult> {
     connectionLimit = limits.connectionLimit;
     changed = true;
   });
+  let reportsHeld = false;
+  setHandler(reportsHeldSignal, () => {
+    reportsHeld = true;
+  });
+  // The run before this one held the reports of its worker to continue-as-new: they come here.
+  if (input.carry) reports.release();
+  /**
+   * Asks this run's worker process to hold its reports and waits until it does: then no report
+   * signal is on its way, and the continue-as-new that follows is not refused for one that
+   * overtook it (the server refuses a run's end over signals it has not seen, and the SDK then
+   * replays the whole run: about 3 s for 4,000 events, with the worker's samples waiting). Reports
+   * from other hosts' workers and the eval set's signals can still overtake it, rarely.
+   */
+  const holdReports = async (): Promise<void> => {
+    if (!patched(HOLD_REPORTS_PATCH)) return;
+    reportsHeld = false;
+    reports.hold();
+    if (!(await condition(() => reportsHeld, REPORTS_HOLD_WAIT))) {
+      log.warn('continuing as new without the reports held', { wait: REPORTS_HOLD_WAIT });
+    }
+  };
   setDefaultSignalHandler((name) =>
     log.warn('signal refused', { message: `unknown signal "${name}"` }),
   );
@@ -288,6 +322,7 @@ async function runTask(input: EvalTaskInput): Promise<TaskResult> {
       else if (logCadence) wakeForLog(logCadence);
       if (shouldContinueAsNew()) {
         await logSettled();
+        await holdReports();
         await condition(allHandlersFinished);
         await continueAsNew<typeof evalTask>({
           ...input,

@@ -4,7 +4,7 @@
  * workflows. No sample inputs or outputs pass through here (they stay in the log directory), and
  * never a secret: Temporal history is readable in its UI.
  */
-import { defineQuery, defineSignal, defineUpdate } from '@temporalio/workflow';
+import { defineQuery, defineSignal, defineUpdate, type Sinks } from '@temporalio/workflow';
 import type { ResolvedSettings } from '../config/settings';
 import type { NotifyTarget } from '../config/notify';
 import type { NotifyEvent, StallState } from './notify';
@@ -499,6 +499,11 @@ export interface SteeringAnswer {
 export const sampleDoneSignal = defineSignal<[SampleDone]>('sampleDone');
 export const samplesDoneSignal = defineSignal<[SamplesDone]>('samplesDone');
 export const sampleRetriedSignal = defineSignal<[SampleRetried]>('sampleRetried');
+/**
+ * From a task worker to its task: it holds the task's reports now, and every report it sent before
+ * has arrived (see {@link ReportSinks}).
+ */
+export const reportsHeldSignal = defineSignal('reportsHeld');
 export const taskDoneSignal = defineSignal<[TaskDone]>('taskDone');
 export const setLimitsSignal =
   defineSignal<[{ setpoint: number; connectionLimit: number | null }]>('setLimits');
@@ -559,4 +564,18 @@ export function taskWorkflowId(parentId: string, task: string): string {
  */
 export function sampleWorkflowId(taskWorkflowId: string, chain: string, index: number): string {
   return `${taskWorkflowId}/${chain}/${index}`;
+}
+
+/**
+ * How a task workflow steers the reports its own worker process sends it (a sink: no history, and
+ * never called on replay). It holds them while it continues-as-new: the server refuses a
+ * continue-as-new that a signal overtook, and the SDK then replays the whole run.
+ */
+export interface ReportSinks extends Sinks {
+  reports: {
+    /** Hold this workflow's reports, then signal {@link reportsHeldSignal}. */
+    hold(): void;
+    /** End a hold (the run before this one set it). */
+    release(): void;
+  };
 }
