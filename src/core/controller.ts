@@ -395,6 +395,8 @@ export class AdaptiveConnections extends SlotLimiter {
    * ceiling may be a minute away.
    */
   private wall: { level: number; until: number } | null = null;
+  /** The limit the last cut started from: a raised wall redoes that cut (onPushbackMeasured). */
+  private cutFrom = 0;
 
   constructor(options: AdaptiveConnectionsOptions) {
     const { min = 10, start = 20, max = 100 } = options;
@@ -452,12 +454,18 @@ export class AdaptiveConnections extends SlotLimiter {
     this.roundPeak = 0;
     if (!this.rateLimitEpisode(retryAfterMs, sentAt)) return;
     this.wall = { level: sentAt, until: this.now() + WALL_PROBE_WAIT_MS };
-    const decreased = floorToNice(Math.floor(this.limit * this.decreaseFactor));
-    const cut = Math.max(Math.min(decreased, this.wallCap()), this.min, 1);
+    this.cutFrom = this.limit;
+    const cut = this.cutLimit();
     if (cut < this.limit) {
       this.setLimit(cut);
       this.countCut();
     }
+  }
+
+  /** A cut: the limit it started from times the decrease factor, and under the wall. */
+  private cutLimit(): number {
+    const decreased = floorToNice(Math.floor(this.cutFrom * this.decreaseFactor));
+    return Math.max(Math.min(decreased, this.wallCap()), this.min, 1);
   }
 
   private onCleanSuccess(): void {
@@ -478,9 +486,17 @@ export class AdaptiveConnections extends SlotLimiter {
   }
 
   /** The most the wall allows now: one step below it while it holds. */
-  /** The episode's refusal was behind more accepted calls than its send level said: a higher wall. */
+  /**
+   * The episode's refusal was behind more accepted calls than its send level said: a higher wall,
+   * and the cut it made is redone under it (while its cooldown holds the limit; after that the
+   * rounds grow into it).
+   */
   protected override onPushbackMeasured(level: number): void {
-    if (this.wall !== null) this.wall = { ...this.wall, level: Math.max(this.wall.level, level) };
+    if (this.wall === null) return;
+    this.wall = { ...this.wall, level: Math.max(this.wall.level, level) };
+    if (!this.coolingDown()) return;
+    const cut = Math.min(this.cutLimit(), this.max);
+    if (cut > this.limit) this.setLimit(cut);
   }
 
   private wallCap(): number {

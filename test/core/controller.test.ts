@@ -399,7 +399,9 @@ describe('pushback level of a window', () => {
     for (const release of others.slice(0, 60)) release({ kind: 'success' });
     for (const release of others.slice(60)) release({ kind: 'rateLimit' });
     expect(controller.drainWindow().pushbackLevel).toBe(61);
-    // After the cooldown the controller grows to one step below the measured wall, and no further.
+    // The cut is redone under the measured wall at once: 0.8 x 80, one step below 61.
+    expect(limit(controller)).toBe(60);
+    // After the cooldown the controller stays one step below the measured wall.
     time.advance(15_000);
     for (let round = 0; round < 5; round++) await saturatedRound(controller);
     expect(limit(controller)).toBe(60);
