@@ -281,6 +281,8 @@ describeIfReady('Inspect AI reads and shows what the examples wrote', () => {
     const tsx = path.join(REPO_ROOT, 'node_modules', '.bin', 'tsx');
     const shown = await runCommand(tsx, [VIEWER, JSON.stringify(request)]);
     if (shown.code !== 0) throw new Error(`the browser check failed:\n${shown.stderr}`);
+    // A page that needed a reload says so here.
+    if (shown.stderr.trim()) console.log(`the browser check said:\n${shown.stderr}`);
     return JSON.parse(shown.stdout) as Record<string, string>;
   }
 
