@@ -100,10 +100,8 @@ export interface ConnectionLimiter extends CallSlots {
   drainWindow(): ConnectionsWindow;
 }
 
-/** One attempt holding a slot: its level when it was sent, itself included. */
-interface Attempt {
-  sentAt: number;
-}
+/** One attempt holding a slot; only its identity matters. */
+type Attempt = object;
 
 /**
  * What a rate-limit episode's refusal proves about the level, as the attempts that were in flight
@@ -147,8 +145,8 @@ const emptyWindow = (limit: number): ConnectionsWindow => ({
  */
 abstract class SlotLimiter implements ConnectionLimiter {
   protected limit: number;
-  private inFlight = 0;
   private readonly waiters: Waiter[] = [];
+  /** The attempts holding a slot: their count is the calls in flight. */
   private readonly running = new Set<Attempt>();
   /** The latest episode's measure of its level, until every attempt it watches has ended. */
   private witness: Witness | null = null;
@@ -189,7 +187,7 @@ abstract class SlotLimiter implements ConnectionLimiter {
 
   acquire(signal?: AbortSignal): Promise<Release> {
     if (signal?.aborted) return Promise.reject(signal.reason);
-    if (this.waiters.length === 0 && this.inFlight < this.limit) {
+    if (this.waiters.length === 0 && this.running.size < this.limit) {
       return Promise.resolve(this.grant());
     }
     return new Promise<Release>((resolve, reject) => {
@@ -212,7 +210,7 @@ abstract class SlotLimiter implements ConnectionLimiter {
     return {
       limit: this.limit,
       ceiling: this.ceiling,
-      inFlight: this.inFlight,
+      inFlight: this.running.size,
       waiting: this.waiters.length,
       ...this.totals,
       coolingDown: this.coolingDown(),
@@ -278,16 +276,14 @@ abstract class SlotLimiter implements ConnectionLimiter {
   }
 
   private grant(): Release {
-    this.inFlight += 1;
-    const sentAt = this.inFlight;
-    const attempt: Attempt = { sentAt };
+    const attempt: Attempt = {};
     this.running.add(attempt);
+    const sentAt = this.running.size;
     this.onGrant(sentAt);
     let released = false;
     return (outcome) => {
       if (released) return;
       released = true;
-      this.inFlight -= 1;
       this.running.delete(attempt);
       this.witnessed(attempt, outcome);
       if (outcome.kind === 'success') {
@@ -316,7 +312,7 @@ abstract class SlotLimiter implements ConnectionLimiter {
   }
 
   private admitWaiters(): void {
-    while (this.waiters.length > 0 && this.inFlight < this.limit) {
+    while (this.waiters.length > 0 && this.running.size < this.limit) {
       const waiter = this.waiters.shift() as Waiter;
       if (waiter.signal && waiter.onAbort) {
         waiter.signal.removeEventListener('abort', waiter.onAbort);
@@ -485,7 +481,6 @@ export class AdaptiveConnections extends SlotLimiter {
     if (next > this.limit) this.setLimit(next);
   }
 
-  /** The most the wall allows now: one step below it while it holds. */
   /**
    * The episode's refusal was behind more accepted calls than its send level said: a higher wall,
    * and the cut it made is redone under it (while its cooldown holds the limit; after that the
@@ -499,6 +494,7 @@ export class AdaptiveConnections extends SlotLimiter {
     if (cut > this.limit) this.setLimit(cut);
   }
 
+  /** The most the wall allows now: one step below it while it holds. */
   private wallCap(): number {
     const { wall } = this;
     return wall !== null && this.now() < wall.until ? belowWall(wall.level) : Infinity;
