@@ -5,7 +5,12 @@
  */
 import * as path from 'node:path';
 import type { Client } from '@temporalio/client';
-import { taskQueueFor, taskWorkflowId, evalSetWorkflowId } from '../src/workflows/types';
+import {
+  evalSetWorkflowId,
+  samplesDoneSignal,
+  taskQueueFor,
+  taskWorkflowId,
+} from '../src/workflows/types';
 import { startOwnDevServer, type OwnDevServer } from './helpers/server';
 import { temporal } from '@temporalio/proto';
 import { fetchHistory, runsOfEvalSet, sampleRunKinds } from './helpers/histories';
@@ -66,8 +71,14 @@ describe('continue-as-new without draining', () => {
     // No hand-over was refused for a report that came in while it was being made: the server
     // fails such a workflow task (UnhandledCommand), and the SDK then replays the whole run.
     const refused = await unhandledCommandFailures(client, taskId);
-    console.log(`${runs.length - 1} hand-overs, ${refused} refused for an unhandled report`);
-    expect(refused).toBe(0);
+    console.log(
+      `${runs.length - 1} hand-overs, ${refused.length} refused, overtaken by ${JSON.stringify(refused)}`,
+    );
+    // Reports from this host's worker are held, so none of them overtook a hand-over. (The eval
+    // set's `setLimits` still can, rarely: that one is not the worker's to hold.) Each refusal
+    // names what overtook it, so this check is not empty when hand-overs were refused.
+    for (const overtakers of refused) expect(overtakers.length).toBeGreaterThan(0);
+    expect(refused.flat()).not.toContain(samplesDoneSignal.name);
     // And the hold ended with the hand-over: each next run heard from its samples as soon as its
     // first workflow task was done (which ends the hold), not when the hold ran out (10 s).
     const silences = await silenceAfterHandOver(client, taskId);
@@ -113,18 +124,31 @@ describe('continue-as-new without draining', () => {
   });
 });
 
-/** Workflow tasks of every run of `workflowId` that the server failed as UnhandledCommand. */
-async function unhandledCommandFailures(client: Client, workflowId: string): Promise<number> {
+/**
+ * Workflow tasks of every run of `workflowId` that the server failed as UnhandledCommand, each by
+ * the signals that came in while it was being made (written just after the failure).
+ */
+async function unhandledCommandFailures(client: Client, workflowId: string): Promise<string[][]> {
   const { EventType, WorkflowTaskFailedCause } = temporal.api.enums.v1;
-  let failures = 0;
+  const failures: string[][] = [];
   for await (const wf of client.workflow.list({ query: `WorkflowId = '${workflowId}'` })) {
-    const history = await fetchHistory(client, { workflowId, runId: wf.runId });
-    failures += (history.events ?? []).filter(
-      (e) =>
-        e.eventType === EventType.EVENT_TYPE_WORKFLOW_TASK_FAILED &&
-        e.workflowTaskFailedEventAttributes?.cause ===
-          WorkflowTaskFailedCause.WORKFLOW_TASK_FAILED_CAUSE_UNHANDLED_COMMAND,
-    ).length;
+    const events = (await fetchHistory(client, { workflowId, runId: wf.runId })).events ?? [];
+    events.forEach((e, i) => {
+      if (
+        e.eventType !== EventType.EVENT_TYPE_WORKFLOW_TASK_FAILED ||
+        e.workflowTaskFailedEventAttributes?.cause !==
+          WorkflowTaskFailedCause.WORKFLOW_TASK_FAILED_CAUSE_UNHANDLED_COMMAND
+      ) {
+        return;
+      }
+      const signals: string[] = [];
+      for (const next of events.slice(i + 1)) {
+        const name = next.workflowExecutionSignaledEventAttributes?.signalName;
+        if (!name) break;
+        signals.push(name);
+      }
+      failures.push(signals);
+    });
   }
   return failures;
 }
@@ -148,7 +172,7 @@ async function silenceAfterHandOver(client: Client, workflowId: string): Promise
       .find(
         (e) =>
           e.eventType === EventType.EVENT_TYPE_WORKFLOW_EXECUTION_SIGNALED &&
-          e.workflowExecutionSignaledEventAttributes?.signalName === 'samplesDone',
+          e.workflowExecutionSignaledEventAttributes?.signalName === samplesDoneSignal.name,
       );
     if (report) silences.push(Math.max(0, millis(report) - millis(events[first])));
   }

@@ -82,8 +82,9 @@ test('hold, stall and finish reach the webhooks after retries; a dead one change
   const logDir = path.join(dir, 'logs');
   const tasks = [
     { name: 'quick', samples: 20, latencyMs: 100 },
-    // Its two samples answer after 8 s: no completion for the first several 1 s tends.
-    { name: 'slow', samples: 2, latencyMs: 8_000 },
+    // Its two samples answer after 12 s: no completion for the first several 1 s tends, even
+    // with the tends lost to hand-overs (each waits up to 2 s for the dead webhook's delivery).
+    { name: 'slow', samples: 2, latencyMs: 12_000 },
   ];
   const file = await writeEvalSet(dir, name, tasks, {
     tend_interval: 1,
