@@ -20,8 +20,10 @@ import {
   type WorkflowHandle,
   type WorkflowStartOptions,
 } from '@temporalio/client';
+import type { UpdateDefinition } from '@temporalio/common';
 import { evalSetTagging } from '../temporal/search-attributes';
 import { whoIsSteering } from '../util/who';
+import { updateAcrossHandOvers } from './update-retry';
 import type { evalSet } from '../workflows';
 import {
   STEWARD_TASK_QUEUE,
@@ -95,30 +97,34 @@ export class EvalSetRun {
 
   /** Freezes the climb of one task, or of every task; answers what the ramp history records. */
   hold(args: Omit<HoldRampArgs, 'by'>): Promise<SteeringAnswer> {
-    return this.handle.executeUpdate(holdRampUpdate, { args: [{ ...args, by: whoIsSteering() }] });
+    return this.steer(holdRampUpdate, { ...args, by: whoIsSteering() });
   }
 
   resume(args: Omit<ResumeRampArgs, 'by'> = {}): Promise<SteeringAnswer> {
-    return this.handle.executeUpdate(resumeRampUpdate, {
-      args: [{ ...args, by: whoIsSteering() }],
-    });
+    return this.steer(resumeRampUpdate, { ...args, by: whoIsSteering() });
   }
 
   /** Stops admitting samples to every task (running ones finish); answers what it recorded. */
   pause(args: { reason: string }): Promise<SteeringAnswer> {
-    return this.handle.executeUpdate(pauseUpdate, { args: [{ ...args, by: whoIsSteering() }] });
+    return this.steer(pauseUpdate, { ...args, by: whoIsSteering() });
   }
 
   /** Lifts a pause: every task admits again at the setpoint the ramp kept. */
   unpause(): Promise<SteeringAnswer> {
-    return this.handle.executeUpdate(unpauseUpdate, { args: [{ by: whoIsSteering() }] });
+    return this.steer(unpauseUpdate, { by: whoIsSteering() });
   }
 
   /** A new `samples_ramp` for the live run (`false`: ramp off); it acts at the next tend. */
   setRange(range: SetSamplesRampArgs['range']): Promise<SteeringAnswer> {
-    return this.handle.executeUpdate(setSamplesRampUpdate, {
-      args: [{ range, by: whoIsSteering() }],
-    });
+    return this.steer(setSamplesRampUpdate, { range, by: whoIsSteering() });
+  }
+
+  /** One steering update, sent again if a hand-over drops it unapplied. */
+  private steer<A>(
+    update: UpdateDefinition<SteeringAnswer, [A]>,
+    args: A,
+  ): Promise<SteeringAnswer> {
+    return updateAcrossHandOvers(() => this.handle.executeUpdate(update, { args: [args] }));
   }
 
   /** The status as the eval set's workflow holds it (needs a worker to answer). */

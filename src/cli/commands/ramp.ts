@@ -14,6 +14,7 @@ import { connectClient, resolveTemporal } from '../../temporal/connection';
 import { withTimeout } from '../../util/timeout';
 import { whoIsSteering } from '../../util/who';
 import { innermostCause } from '../../client/status';
+import { updateAcrossHandOvers } from '../../client/update-retry';
 import {
   holdRampSignal,
   holdRampUpdate,
@@ -149,7 +150,7 @@ export async function steer(
             task,
           );
         answer = await client.connection.withDeadline(Date.now() + UPDATE_TIMEOUT_MS, () =>
-          command.update(handle),
+          updateAcrossHandOvers(() => command.update(handle)),
         );
       }
     } catch (err) {
