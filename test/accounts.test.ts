@@ -169,11 +169,15 @@ describe('one controller per provider account per host', () => {
     const samples = 150;
     const run = await launch('shared', provider, 4, samples, ['--samples-ramp', '30,40']);
     try {
-      // One account, one controller, every worker process leasing from it.
+      // One account, one controller, every worker process leasing from it. (A process is a
+      // holder from its first word to the owner; its tasks use the account from its first call.)
       const shared = await until(
         async () => {
           const s = await hostStats(run);
-          return s && s.accounts.length === 1 && s.holders.length === 4 ? s : undefined;
+          const users = s?.accounts[0]?.users[`steward-${run.name}`] ?? [];
+          return s && s.accounts.length === 1 && s.holders.length === 4 && users.length === 4
+            ? s
+            : undefined;
         },
         120_000,
         () => hostStats(run),
