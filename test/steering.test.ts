@@ -10,7 +10,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { Client, QueryNotRegisteredError, WorkflowUpdateFailedError } from '@temporalio/client';
 import { temporal } from '@temporalio/proto';
 import { findTemporalBinary } from '../src/temporal/binary';
-import { updateAcrossHandOvers } from '../src/client/update-retry';
+import { steerAcrossHandOvers } from '../src/client/steer-retry';
 import { mulberry32 } from '../src/util/random';
 import {
   evalSetWorkflowId,
@@ -154,7 +154,7 @@ function temporalCli(args: string[]): Promise<CliResult> {
  * continues-as-new the server refuses signals and updates to it ("workflow is closing"), and an
  * update whose workflow task the server refused (a signal landed during the hand-over) is aborted
  * ("unexpected workflow task failure"). The `temporal` CLI does not retry either (our client and
- * CLI do: src/client/update-retry.ts); README tells operators the same.
+ * CLI do: src/client/steer-retry.ts); README tells operators the same.
  */
 async function temporalCliAcrossContinueAsNew(args: string[]): Promise<CliResult> {
   for (let attempt = 1; ; attempt++) {
@@ -441,7 +441,7 @@ test('1,000+ random and malformed payloads to every handler: no workflow task fa
       // The refusal's words, or undefined when the update applied.
       const refusal =
         via === 'client'
-          ? await updateAcrossHandOvers(() =>
+          ? await steerAcrossHandOvers(() =>
               handle.executeUpdate(target, { args: [payload] }),
             ).then(
               () => undefined,

@@ -23,7 +23,7 @@ import {
 import type { UpdateDefinition } from '@temporalio/common';
 import { evalSetTagging } from '../temporal/search-attributes';
 import { whoIsSteering } from '../util/who';
-import { updateAcrossHandOvers } from './update-retry';
+import { steerAcrossHandOvers } from './steer-retry';
 import type { evalSet } from '../workflows';
 import {
   STEWARD_TASK_QUEUE,
@@ -124,7 +124,7 @@ export class EvalSetRun {
     update: UpdateDefinition<SteeringAnswer, [A]>,
     args: A,
   ): Promise<SteeringAnswer> {
-    return updateAcrossHandOvers(() => this.handle.executeUpdate(update, { args: [args] }));
+    return steerAcrossHandOvers(() => this.handle.executeUpdate(update, { args: [args] }));
   }
 
   /** The status as the eval set's workflow holds it (needs a worker to answer). */

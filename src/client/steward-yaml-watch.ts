@@ -11,6 +11,7 @@ import { loadStewardYaml } from '../config/load';
 import { STEWARD_YAML } from '../config/settings';
 import { rampRangeProblem, samplesRampSchema } from '../config/knobs';
 import { setSamplesRampSignal } from '../workflows/types';
+import { steerAcrossHandOvers } from './steer-retry';
 
 const POLL_MS = 1_000;
 
@@ -42,10 +43,15 @@ export function watchStewardYaml(
         );
         return;
       }
-      await handle.signal(setSamplesRampSignal, {
-        range: parsed.data,
-        by: `${STEWARD_YAML} edit (${os.hostname()})`,
-      });
+      const range = { range: parsed.data, by: `${STEWARD_YAML} edit (${os.hostname()})` };
+      try {
+        await steerAcrossHandOvers(() => handle.signal(setSamplesRampSignal, range));
+      } catch (err) {
+        // Saving the file again sends it again.
+        last = undefined;
+        say(`${file} changed, but samples_ramp ${text} was not sent: ${(err as Error).message}`);
+        return;
+      }
       say(`${file} changed: samples_ramp ${text} takes effect at the next tend`);
     });
   };

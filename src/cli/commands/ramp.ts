@@ -14,7 +14,7 @@ import { connectClient, resolveTemporal } from '../../temporal/connection';
 import { withTimeout } from '../../util/timeout';
 import { whoIsSteering } from '../../util/who';
 import { innermostCause } from '../../client/status';
-import { updateAcrossHandOvers } from '../../client/update-retry';
+import { steerAcrossHandOvers } from '../../client/steer-retry';
 import {
   holdRampSignal,
   holdRampUpdate,
@@ -150,7 +150,7 @@ export async function steer(
             task,
           );
         answer = await client.connection.withDeadline(Date.now() + UPDATE_TIMEOUT_MS, () =>
-          updateAcrossHandOvers(() => command.update(handle)),
+          steerAcrossHandOvers(() => command.update(handle)),
         );
       }
     } catch (err) {

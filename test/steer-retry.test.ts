@@ -5,7 +5,7 @@
 import { Metadata } from '@grpc/grpc-js';
 import { ServiceError, WorkflowUpdateFailedError } from '@temporalio/client';
 import { ApplicationFailure } from '@temporalio/common';
-import { droppedAtHandOver, updateAcrossHandOvers } from '../src/client/update-retry';
+import { droppedAtHandOver, steerAcrossHandOvers } from '../src/client/steer-retry';
 
 /** What the client throws for a gRPC error of `code` with `details` from the server. */
 function rpcError(code: number, name: string, details: string): ServiceError {
@@ -45,7 +45,7 @@ test('what a hand-over drops is told from what the workflow or the server refuse
 
 test('a dropped update is sent again until it lands; a refusal is not sent again', async () => {
   const sends: string[] = [];
-  const answer = await updateAcrossHandOvers(async () => {
+  const answer = await steerAcrossHandOvers(async () => {
     sends.push('sent');
     if (sends.length === 1) throw taskFailed();
     if (sends.length === 2) throw closing();
@@ -56,7 +56,7 @@ test('a dropped update is sent again until it lands; a refusal is not sent again
 
   let refusals = 0;
   await expect(
-    updateAcrossHandOvers(async () => {
+    steerAcrossHandOvers(async () => {
       refusals++;
       throw refused();
     }),
@@ -67,7 +67,7 @@ test('a dropped update is sent again until it lands; a refusal is not sent again
 test('it gives up after five attempts, with the last error', async () => {
   let sends = 0;
   await expect(
-    updateAcrossHandOvers(async () => {
+    steerAcrossHandOvers(async () => {
       sends++;
       throw taskFailed();
     }),

@@ -1,6 +1,6 @@
 /**
- * Steering updates across the eval set's hand-overs. An update can reach the `evalSet` workflow
- * while it continues-as-new, and the server then drops it without applying it:
+ * Steering across the eval set's hand-overs. An update (or a signal) can reach the `evalSet`
+ * workflow while it continues-as-new, and the server then drops it without applying it:
  * - it reached the run that is closing: "workflow is closing" (the server's own retries usually
  *   land it on the next run; this covers the case where they ran out);
  * - the workflow task that carried it failed: the continue-as-new was refused because a signal
@@ -37,8 +37,8 @@ export function droppedAtHandOver(err: unknown): boolean {
   return false;
 }
 
-/** Runs `send` (one update), again while the server drops it at a hand-over. */
-export async function updateAcrossHandOvers<T>(send: () => Promise<T>): Promise<T> {
+/** Runs `send` (one update or signal), again while the server drops it at a hand-over. */
+export async function steerAcrossHandOvers<T>(send: () => Promise<T>): Promise<T> {
   for (let attempt = 1; ; attempt++) {
     try {
       return await send();
