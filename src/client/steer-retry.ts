@@ -12,6 +12,7 @@
  * A refusal by the workflow (its validator, `WorkflowUpdateFailedError`) is an answer, never
  * retried.
  */
+import { setTimeout as sleep } from 'node:timers/promises';
 import { isGrpcServiceError } from '@temporalio/client';
 
 /** gRPC's status code FAILED_PRECONDITION. */
@@ -44,7 +45,7 @@ export async function steerAcrossHandOvers<T>(send: () => Promise<T>): Promise<T
       return await send();
     } catch (err) {
       if (attempt >= ATTEMPTS || !droppedAtHandOver(err)) throw err;
-      await new Promise((resolve) => setTimeout(resolve, RETRY_STEP_MS * attempt));
+      await sleep(RETRY_STEP_MS * attempt);
     }
   }
 }
