@@ -13,7 +13,8 @@ import {
 } from '../src/workflows/types';
 import { startOwnDevServer, type OwnDevServer } from './helpers/server';
 import { temporal } from '@temporalio/proto';
-import { fetchHistory, runsOfEvalSet, sampleRunKinds } from './helpers/histories';
+import { fetchHistory, runsOfEvalSet, sampleRunKinds, samplesRunBy } from './helpers/histories';
+import { SAMPLES_PER_WORKFLOW } from '../src/activities/task';
 import { replayAllRuns } from './helpers/replay';
 import { readSampleRecords } from './helpers/results';
 import { runCli, tempDir, uniqueName, writeEvalSet } from './helpers/cli';
@@ -89,14 +90,24 @@ describe('continue-as-new without draining', () => {
     for (const ms of silences) expect(ms).toBeLessThan(5_000);
 
     // Each sample workflow started once and completed: none cancelled, terminated or repeated.
+    // Without a sandbox, samples admitted together share a workflow, at most 16 to one; every
+    // sample ran in exactly one of them.
     const samples = new Map<string, string[]>();
     const query = `WorkflowType = 'sampleWorkflow' AND TaskQueue = '${taskQueueFor(name, 'big')}'`;
     for await (const wf of client.workflow.list({ query })) {
       samples.set(wf.workflowId, [...(samples.get(wf.workflowId) ?? []), wf.status.name]);
     }
-    expect(samples.size).toBe(SAMPLES);
     const odd = [...samples].filter(([, runs]) => runs.length !== 1 || runs[0] !== 'COMPLETED');
     expect(odd).toEqual([]);
+    const allSampleRuns = await runsOfEvalSet(client, name, ['sampleWorkflow']);
+    const groups = await samplesRunBy(client, allSampleRuns);
+    const ran = groups.flat().sort((a, b) => a - b);
+    expect(ran).toEqual(Array.from({ length: SAMPLES }, (_, i) => i));
+    expect(Math.max(...groups.map((g) => g.length))).toBeLessThanOrEqual(SAMPLES_PER_WORKFLOW);
+    // Admissions of a whole setpoint (100) at the start form full groups.
+    expect(groups.filter((g) => g.length === SAMPLES_PER_WORKFLOW).length).toBeGreaterThan(0);
+    expect(samples.size).toBe(groups.length);
+    console.log(`${SAMPLES} samples in ${groups.length} sample workflows`);
 
     // And each was recorded once. (Not necessarily by its activity's first attempt: on a loaded
     // machine a heartbeat can time out and Temporal runs the activity again, which is its design;
@@ -109,7 +120,7 @@ describe('continue-as-new without draining', () => {
 
     // Without a sandbox, each sample ran inline in its workflow's task (no activity of its own),
     // and those runs replay too.
-    const sampleRuns = (await runsOfEvalSet(client, name, ['sampleWorkflow'])).slice(0, 50);
+    const sampleRuns = allSampleRuns.slice(0, 50);
     expect(new Set(await sampleRunKinds(client, sampleRuns))).toEqual(new Set(['inline']));
     expect(
       await replayAllRuns(

@@ -22,6 +22,7 @@ import { BUSYBOX_IMAGE, ensureBusyboxImage } from '../src/sandbox/image';
 import { evalSetWorkflowId, taskQueueFor } from '../src/workflows/types';
 import { requireDocker } from './fixtures/docker/docker';
 import { expectExit, runCli, STEWARD_BIN, tempDir, uniqueName, writeEvalSet } from './helpers/cli';
+import { samplesRunBy } from './helpers/histories';
 import { readSampleRecords } from './helpers/results';
 import {
   sampleInput,
@@ -87,14 +88,23 @@ async function recorded(
   return fs.readdir(path.join(logDir, task, kind)).catch(() => []);
 }
 
-/** Every execution of every sample workflow on a task's queue: workflow id -> statuses. */
-async function sampleWorkflows(client: Client, queue: string): Promise<Map<string, string[]>> {
-  const runs = new Map<string, string[]>();
+/**
+ * Every execution of every sample workflow on a task's queue: workflow id -> statuses, and the
+ * sample indices they ran, all together (samples without a sandbox share workflows).
+ */
+async function sampleWorkflows(
+  client: Client,
+  queue: string,
+): Promise<{ statuses: Map<string, string[]>; samples: number[] }> {
+  const statuses = new Map<string, string[]>();
+  const runs: Array<{ workflowId: string; runId: string }> = [];
   const query = `WorkflowType = 'sampleWorkflow' AND TaskQueue = '${queue}'`;
   for await (const wf of client.workflow.list({ query })) {
-    runs.set(wf.workflowId, [...(runs.get(wf.workflowId) ?? []), wf.status.name]);
+    statuses.set(wf.workflowId, [...(statuses.get(wf.workflowId) ?? []), wf.status.name]);
+    runs.push(wf);
   }
-  return runs;
+  const samples = (await samplesRunBy(client, runs)).flat().sort((a, b) => a - b);
+  return { statuses, samples };
 }
 
 /** Containers and networks on the daemon labelled with eval set `name`. */
@@ -215,10 +225,12 @@ describe('a Temporal dev server killed -9 mid-run and restarted on the same data
         // The task's one worker process lived through the outage: no restart was needed.
         expect(new Set(records.map((r) => r.worker.pid)).size).toBe(1);
         expect(await recorded(logDir, task, 'errors')).toEqual([]);
-        // One sample workflow per sample, none repeated, failed or left running.
+        // Each sample run by one sample workflow, none repeated, failed or left running.
         const workflows = await sampleWorkflows(server.client, taskQueueFor(name, task));
-        expect(workflows.size).toBe(SAMPLES);
-        const odd = [...workflows].filter(([, s]) => s.length !== 1 || s[0] !== 'COMPLETED');
+        expect(workflows.samples).toEqual(Array.from({ length: SAMPLES }, (_, i) => i));
+        const odd = [...workflows.statuses].filter(
+          ([, s]) => s.length !== 1 || s[0] !== 'COMPLETED',
+        );
         expect(odd).toEqual([]);
       }
 
@@ -334,9 +346,12 @@ describe('launching again', () => {
       for (const [key, state] of completedBefore) expect(completedAfter.get(key)).toEqual(state);
       // A sample's error record goes once it completes (docs/log-format.md).
       expect(await recorded(logDir, 'flaky', 'errors')).toEqual([]);
-      // The relaunch started a sample workflow for each failed sample and for no other.
+      // The relaunch started each failed sample again and no other.
       const workflows = await sampleWorkflows(client, taskQueueFor(name, 'flaky'));
-      expect(workflows.size).toBe(SAMPLES + failing.length);
+      const again = failing.map((id) => Number(id.slice('flaky-'.length)) - 1);
+      expect(workflows.samples).toEqual(
+        [...Array.from({ length: SAMPLES }, (_, i) => i), ...again].sort((a, b) => a - b),
+      );
       expect(await evalSetRuns(name)).toEqual(['COMPLETED', 'COMPLETED']);
     } finally {
       await sim.provider.close();

@@ -16,6 +16,7 @@ import {
   taskWorkflowId,
   type EvalSetStatus,
 } from '../src/workflows/types';
+import { samplesRunBy } from './helpers/histories';
 import { replayAllRuns } from './helpers/replay';
 import { rampHistory, readSampleRecords } from './helpers/results';
 import {
@@ -261,12 +262,23 @@ async function pauseAndResume(name: string): Promise<void> {
     'json',
   ]);
   expect(listed.code).toBe(0);
-  const ids = (JSON.parse(listed.stdout) as { execution: { workflowId: string } }[]).map(
-    (w) => w.execution.workflowId,
-  );
-  expect(ids).toHaveLength(1 + TASKS.length + SAMPLES);
+  const runs = (
+    JSON.parse(listed.stdout) as { execution: { workflowId: string; runId: string } }[]
+  ).map((w) => w.execution);
+  const ids = runs.map((r) => r.workflowId);
   expect(ids).toContain(id);
-  for (const task of TASKS) expect(ids).toContain(taskWorkflowId(id, task.name));
+  for (const task of TASKS) {
+    const taskId = taskWorkflowId(id, task.name);
+    expect(ids).toContain(taskId);
+    // Its samples' workflows (sandbox-free samples admitted together share one) ran each once.
+    const sampleRuns = runs.filter((r) => r.workflowId.startsWith(`${taskId}/`));
+    const ran = (await samplesRunBy(client, sampleRuns)).flat().sort((a, b) => a - b);
+    expect(ran).toEqual(Array.from({ length: task.samples }, (_, i) => i));
+  }
+  const samplesRuns = runs.filter((r) =>
+    TASKS.some((t) => r.workflowId.startsWith(`${taskWorkflowId(id, t.name)}/`)),
+  );
+  expect(runs).toHaveLength(1 + TASKS.length + samplesRuns.length);
 
   // Each history the pause made replays on today's workflow code.
   await replayAllRuns(client, [id, ...TASKS.map((t) => taskWorkflowId(id, t.name))]);

@@ -35,6 +35,7 @@ import {
   historyJson,
   mapLimited,
   runsOfEvalSet,
+  samplesRunBy,
   type WorkflowRun,
 } from './helpers/histories';
 import { readSampleRecords } from './helpers/results';
@@ -253,10 +254,12 @@ describe('an eval set run with an API key in the environment', () => {
     const anthropicRuns = byType('evalTask').filter((run) => run.workflowId.endsWith('/anthropic'));
     expect(anthropicRuns.length).toBeGreaterThanOrEqual(1);
     expect(byType('evalTask')).toHaveLength(plainRuns.length + anthropicRuns.length + 1);
-    expect(byType('sampleWorkflow')).toHaveLength(SANDBOXED + PLAIN + 1 + ANTHROPIC + 1);
-    expect(runs).toHaveLength(
-      evalSetRuns + byType('evalTask').length + byType('sampleWorkflow').length,
+    // Every sample ran in a sample workflow (sandbox-free ones admitted together share one).
+    const sampleRuns = byType('sampleWorkflow');
+    expect((await samplesRunBy(client, sampleRuns)).flat()).toHaveLength(
+      SANDBOXED + PLAIN + 1 + ANTHROPIC + 1,
     );
+    expect(runs).toHaveLength(evalSetRuns + byType('evalTask').length + sampleRuns.length);
 
     const hits = await mapLimited(runs, 8, async (run) => {
       const history = await fetchHistory(client, run);

@@ -140,6 +140,28 @@ async function runTask(input: EvalTaskInput): Promise<TaskResult> {
   const rewritesLog = patched(INSPECT_LOG_PATCH);
   const carry: EvalTaskCarry = input.carry ?? (await startCarry(input));
   const inFlight = new Set(carry.inFlight);
+  // In-flight samples that share a workflow: each to the index its workflow is named after.
+  const groupOf = new Map<number, number>();
+  const joinGroups = (groups: number[][]): void => {
+    for (const group of groups) for (const index of group) groupOf.set(index, group[0]!);
+  };
+  joinGroups(carry.groups ?? []);
+  /** The workflows that run the given samples, by the index each is named after. */
+  const workflowsOf = (indices: Iterable<number>): number[] => [
+    ...new Set([...indices].map((index) => groupOf.get(index) ?? index)),
+  ];
+  /** The in-flight groups, for the next run: each the index it is named after first. */
+  const groupsInFlight = (): number[][] => {
+    const byFirst = new Map<number, number[]>();
+    for (const index of inFlight) {
+      const first = groupOf.get(index);
+      if (first === undefined) continue;
+      const members = byFirst.get(first) ?? [first];
+      if (index !== first) members.push(index);
+      byFirst.set(first, members);
+    }
+    return [...byFirst.values()];
+  };
   const logCadence = rewritesLog
     ? new InspectLogCadence(rebuildEvery(carry.total), Date.now())
     : undefined;
@@ -202,6 +224,7 @@ async function runTask(input: EvalTaskInput): Promise<TaskResult> {
     // A report for a sample not in flight is a repeat (a sample retried after reporting). None can
     // come ahead of its admission: the admission activity starts samples only once it is recorded.
     if (inFlight.delete(done.index)) count(done);
+    groupOf.delete(done.index);
   };
   // A sample workflow reports its failure alone; workers report successes in batches.
   setHandler(sampleDoneSignal, (payload) => {
@@ -279,7 +302,7 @@ async function runTask(input: EvalTaskInput): Promise<TaskResult> {
   const admit = async (indices: number[]): Promise<void> => {
     for (const index of indices) inFlight.add(index);
     // Whole or not at all: a cancellation must not leave a sample starting after its cancel.
-    await CancellationScope.nonCancellable(() =>
+    const started = await CancellationScope.nonCancellable(() =>
       startSamples({
         taskQueue,
         ...(tag === undefined ? {} : { evalSetAttribute: tag }),
@@ -296,13 +319,15 @@ async function runTask(input: EvalTaskInput): Promise<TaskResult> {
         })),
       }),
     );
+    // Admissions recorded before samples shared workflows returned nothing.
+    joinGroups(started?.groups ?? []);
   };
 
   // Cancelled (the eval set was, or by hand): the samples in flight are cancelled, each tearing
   // its sandbox down, and the task's logs are written as cancelled.
   const cancelled = async (): Promise<void> => {
     await logSettled();
-    await cancelSamples({ parentId: workflowId, chain, indices: [...inFlight] });
+    await cancelSamples({ parentId: workflowId, chain, indices: workflowsOf(inFlight) });
     await finishTask({ ...ref, resumed: carry.resumed, cancelled: true });
   };
   return cleaningUpOnCancel(async () => {
@@ -330,6 +355,7 @@ async function runTask(input: EvalTaskInput): Promise<TaskResult> {
           carry: {
             ...carry,
             inFlight: [...inFlight],
+            groups: groupsInFlight(),
             runs: carry.runs + 1,
           },
         });
@@ -344,12 +370,10 @@ async function runTask(input: EvalTaskInput): Promise<TaskResult> {
         const closed = await findClosedSamples({
           parentId: workflowId,
           chain,
-          indices: [...handedOver],
+          indices: workflowsOf(handedOver),
         });
-        for (const done of closed) {
-          handedOver.delete(done.index);
-          if (inFlight.delete(done.index)) count(done);
-        }
+        // A group's workflow answers for all its members, reported or not.
+        for (const done of closed) take(done);
       }
     }
 

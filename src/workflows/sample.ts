@@ -36,8 +36,14 @@ import type { SampleActivities } from '../activities/sample';
 import { ErrorType } from '../errors';
 import type { AttemptError } from '../eval/retries';
 import { badInput, failureCause, innermostApplicationFailure } from './failures';
-import { parse, sampleStartSchema } from './schemas';
-import { sampleDoneSignal, sampleRetriedSignal, type SampleDone, type SampleInput } from './types';
+import { parse, sampleGroupSchema, sampleStartSchema } from './schemas';
+import {
+  sampleDoneSignal,
+  sampleRetriedSignal,
+  type SampleDone,
+  type SampleGroup,
+  type SampleInput,
+} from './types';
 
 const options: ActivityOptions = {
   // A sample may make many slow model calls; liveness comes from the heartbeat, not from this.
@@ -76,11 +82,32 @@ export const SAMPLE_RETRY_PATCH = 'sample-runs-again';
  * Runs the sample; its activity reports success to the task, this reports a failure. An attempt
  * that fails and that its activity says runs again (stuck, or within `retry_on_error`: see
  * `eval/retries.ts`) is run again, on a fresh sandbox, and the task is told so it can count it.
+ *
+ * Given a group (sandbox-free samples admitted together: see `startSamples`), it runs each of
+ * them so, side by side, and ends once every one has: each keeps its own local activity, retries
+ * and report, and the group shares only this workflow's start and its workflow tasks. Cancelled,
+ * it passes the cancellation on once every member has told its task.
  */
-export async function sampleWorkflow(input: SampleInput): Promise<SampleDone> {
+export async function sampleWorkflow(input: SampleInput): Promise<SampleDone>;
+export async function sampleWorkflow(input: SampleGroup): Promise<SampleDone[]>;
+export async function sampleWorkflow(
+  input: SampleInput | SampleGroup,
+): Promise<SampleDone | SampleDone[]> {
+  if ('group' in input) {
+    const parsed = parse(sampleGroupSchema, input, 'sampleWorkflow input');
+    if (!parsed.ok) throw badInput(parsed.message);
+    const waits = patched(SAMPLE_CANCEL_PATCH);
+    const runs = await Promise.allSettled(input.group.map((sample) => runOne(sample, waits)));
+    const failed = runs.find((r): r is PromiseRejectedResult => r.status === 'rejected');
+    if (failed) throw failed.reason;
+    return runs.map((r) => (r as PromiseFulfilledResult<SampleDone>).value);
+  }
   const parsed = parse(sampleStartSchema, input, 'sampleWorkflow input');
   if (!parsed.ok) throw badInput(parsed.message);
-  const waits = patched(SAMPLE_CANCEL_PATCH);
+  return runOne(input, patched(SAMPLE_CANCEL_PATCH));
+}
+
+async function runOne(input: SampleInput, waits: boolean): Promise<SampleDone> {
   const retries: AttemptError[] = [...(input.retries ?? [])];
   for (let first = true; ; first = false) {
     try {

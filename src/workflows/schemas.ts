@@ -188,6 +188,11 @@ export const sampleStartSchema = z.lazy(() =>
   }),
 );
 
+/** Samples that share a workflow: as many as an admission puts together (see `startSamples`). */
+export const sampleGroupSchema = z.lazy(() =>
+  z.strictObject({ group: z.array(sampleStartSchema).min(1).max(1_000) }),
+);
+
 // The metrics a task names vary (src/eval/metrics.ts): the workflow reads none of them, so only
 // the count it always has is checked.
 const metricsSchema = z.lazy(() => z.looseObject({ samples_scored: count }));

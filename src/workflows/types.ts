@@ -182,6 +182,11 @@ export interface EvalTaskCarry {
   pending: IndexRanges;
   /** Indices admitted whose result has not arrived: they keep running across continue-as-new. */
   inFlight: number[];
+  /**
+   * The in-flight samples that share a workflow, each group's indices with the one its workflow
+   * is named after first (absent from older carries, and when every sample has its own).
+   */
+  groups?: number[][];
   completed: number;
   errored: number;
   /** Completed before this launch (resumed, not re-run). */
@@ -224,6 +229,15 @@ export interface SampleInput {
    * activity keeps no attempt count across workers), so the record counts an attempt more.
    */
   lostRun?: boolean;
+}
+
+/**
+ * Several sandbox-free samples admitted together, run by one sample workflow (see
+ * `sampleWorkflow`). Each keeps its own local activity, retries and report; what they share is
+ * the workflow's start and its workflow tasks, most of the server's cost per one-call sample.
+ */
+export interface SampleGroup {
+  group: SampleInput[];
 }
 
 /** A sample's failed attempt that is run again: the sample's workflow tells its task. */

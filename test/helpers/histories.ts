@@ -1,7 +1,8 @@
 /** Reads the workflow histories of an eval set's run, as the server stores and serves them. */
 import type { Client } from '@temporalio/client';
+import { defaultPayloadConverter } from '@temporalio/common';
 import { temporal } from '@temporalio/proto';
-import { evalSetWorkflowId } from '../../src/workflows/types';
+import { evalSetWorkflowId, type SampleGroup, type SampleInput } from '../../src/workflows/types';
 
 /** Temporal's per-execution history limits (server defaults: warn, then terminate). */
 export const HISTORY_LIMITS = {
@@ -107,5 +108,22 @@ export async function sampleRunKinds(
         e.markerRecordedEventAttributes?.markerName === 'core_local_activity',
     );
     return inline ? 'inline' : 'neither';
+  });
+}
+
+/**
+ * The samples each given sample run ran, read from its start input: its one index, or its
+ * group's (sandbox-free samples admitted together share a workflow: see `startSamples`).
+ */
+export async function samplesRunBy(
+  client: Client,
+  runs: Array<Pick<WorkflowRun, 'workflowId' | 'runId'>>,
+): Promise<number[][]> {
+  return mapLimited(runs, 8, async (run) => {
+    const [started] = (await fetchHistory(client, run)).events ?? [];
+    const payload = started?.workflowExecutionStartedEventAttributes?.input?.payloads?.[0];
+    if (!payload) throw new Error(`${run.workflowId}: no start input`);
+    const input = defaultPayloadConverter.fromPayload<SampleInput | SampleGroup>(payload);
+    return 'group' in input ? input.group.map((s) => s.index) : [input.index];
   });
 }
