@@ -5,6 +5,7 @@
  * purpose (README, "Changing workflow code"); otherwise the saved histories are the check.
  *
  *   npm run record:histories
+ *   npm run record:histories -- sampleGroup     # only the histories named (the rest stay as saved)
  */
 import { execFile } from 'node:child_process';
 import { promises as fs } from 'node:fs';
@@ -14,6 +15,7 @@ import * as path from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { promisify } from 'node:util';
 import { Client, Connection } from '@temporalio/client';
+import { defaultPayloadConverter } from '@temporalio/common';
 import { historyToJSON } from '@temporalio/common/lib/proto-utils';
 import { stringify } from 'yaml';
 import { throwawayDevConfig } from '../src/temporal/config';
@@ -26,6 +28,7 @@ const NAME = 'saved';
 const run = promisify(execFile);
 
 async function main(): Promise<void> {
+  const only = process.argv.length > 2 ? process.argv.slice(2) : undefined;
   const dir = await fs.mkdtemp(path.join(os.tmpdir(), 'steward-record-'));
   const { address, namespace } = await ensureDevServer(throwawayDevConfig(dir, await freePort()), {
     stewardDir: dir,
@@ -73,13 +76,19 @@ async function main(): Promise<void> {
     await handle.signal('resumeRamp', {});
     await client.workflow.getHandle(id).result();
     const task = taskWorkflowId(id, 't');
-    const sample = (await first(client, `WorkflowType = 'sampleWorkflow'`)) as string;
+    const samples = await sampleWorkflows(client);
+    const sample = samples.find((s) => !s.group)?.workflowId;
+    // Samples admitted together share a workflow (`samples_ramp` admits 2 to 4 at a time).
+    const group = samples.find((s) => s.group)?.workflowId;
+    if (!sample || !group) throw new Error('the run had no lone sample workflow, or no group');
     await fs.mkdir(OUT, { recursive: true });
     for (const [type, workflowId] of [
       ['evalSet', id],
       ['evalTask', task],
       ['sampleWorkflow', sample],
-    ]) {
+      ['sampleGroup', group],
+    ] as const) {
+      if (only && !only.includes(type)) continue;
       const history = await client.workflow.getHandle(workflowId).fetchHistory();
       await fs.writeFile(
         path.join(OUT, `${type}.json`),
@@ -93,9 +102,16 @@ async function main(): Promise<void> {
   }
 }
 
-async function first(client: Client, query: string): Promise<string | undefined> {
-  for await (const wf of client.workflow.list({ query })) return wf.workflowId;
-  return undefined;
+/** The run's sample workflows, and whether each ran a group. */
+async function sampleWorkflows(client: Client): Promise<{ workflowId: string; group: boolean }[]> {
+  const found: { workflowId: string; group: boolean }[] = [];
+  for await (const wf of client.workflow.list({ query: `WorkflowType = 'sampleWorkflow'` })) {
+    const [started] = (await client.workflow.getHandle(wf.workflowId).fetchHistory()).events ?? [];
+    const payload = started?.workflowExecutionStartedEventAttributes?.input?.payloads?.[0];
+    const input = payload ? defaultPayloadConverter.fromPayload<object>(payload) : {};
+    found.push({ workflowId: wf.workflowId, group: 'group' in input });
+  }
+  return found;
 }
 
 function freePort(): Promise<number> {

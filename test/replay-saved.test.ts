@@ -12,7 +12,7 @@ import { WORKFLOW_BUNDLE_PATH } from '../src/workers/bundle';
 const DIR = path.join(__dirname, 'fixtures', 'histories');
 
 describe('histories saved from an earlier build', () => {
-  test.each(['evalSet', 'evalTask', 'sampleWorkflow'])(
+  test.each(['evalSet', 'evalTask', 'sampleWorkflow', 'sampleGroup'])(
     '%s replays with this build',
     async (type) => {
       const saved = JSON.parse(await fs.readFile(path.join(DIR, `${type}.json`), 'utf8')) as {
