@@ -3,6 +3,7 @@
  * running tasks for the tend loop, write the eval set's summary.
  */
 import * as path from 'node:path';
+import { Context } from '@temporalio/activity';
 import type { Client } from '@temporalio/client';
 import { ApplicationFailure } from '@temporalio/common';
 import { innermostCause } from '../client/status';
@@ -27,7 +28,6 @@ import {
   type TaskStatus,
 } from '../workflows/types';
 import type { TendRecord } from '../workflows/tend-record';
-import { withTimeout } from '../util/timeout';
 import type { ActivityDeps } from './deps';
 import { failOnDefinition, failOnLogWrite } from './errors';
 
@@ -102,11 +102,23 @@ export function createControlActivities(deps: ActivityDeps) {
       const client = deps.client;
       if (!client) throw new Error('observeTasks needs a Temporal client');
       const wait = args.waitForEndMs ?? 0;
+      // A worker that stops cancels it: its wait must not hold the worker's shutdown (the
+      // supervisor's, so a launch's exit) for the rest of its half minute.
+      const cancelled = Context.current().cancellationSignal;
+      // Its calls end with it: a query to a task whose worker is down is retried by the client
+      // for longer than the tend waits, and would go on, unseen, after this returned.
       const answers = await Promise.allSettled(
-        args.workflowIds.map((id) =>
-          withTimeout(observeTask(client, id, wait), OBSERVE_TIMEOUT_MS + wait),
-        ),
+        args.workflowIds.map((id) => {
+          const until = AbortSignal.any([
+            cancelled,
+            AbortSignal.timeout(OBSERVE_TIMEOUT_MS + wait),
+          ]);
+          return client.connection.withAbortSignal(until, () =>
+            observeTask(client, id, wait, cancelled),
+          );
+        }),
       );
+      cancelled.throwIfAborted();
       return answers.flatMap((a) => (a.status === 'fulfilled' && a.value ? [a.value] : []));
     },
 
@@ -152,13 +164,17 @@ async function observeTask(
   client: Client,
   workflowId: string,
   waitForEndMs: number,
+  cancelled: AbortSignal,
 ): Promise<ObservedTask | undefined> {
   const handle = client.workflow.getHandle(workflowId);
   if (waitForEndMs > 0) {
     // Ended or not, what describe says next is the answer.
     await client.connection
-      .withDeadline(Date.now() + waitForEndMs, () => handle.result())
+      .withAbortSignal(cancelled, () =>
+        client.connection.withDeadline(Date.now() + waitForEndMs, () => handle.result()),
+      )
       .catch(() => undefined);
+    if (cancelled.aborted) return undefined;
   }
   const { status } = await handle.describe();
   const task = workflowId.slice(workflowId.lastIndexOf('/') + 1);
