@@ -169,10 +169,9 @@ async function observeTask(
   const handle = client.workflow.getHandle(workflowId);
   if (waitForEndMs > 0) {
     // Ended or not, what describe says next is the answer.
+    // Under the caller's abort signal, which its cancellation aborts too.
     await client.connection
-      .withAbortSignal(cancelled, () =>
-        client.connection.withDeadline(Date.now() + waitForEndMs, () => handle.result()),
-      )
+      .withDeadline(Date.now() + waitForEndMs, () => handle.result())
       .catch(() => undefined);
     if (cancelled.aborted) return undefined;
   }
