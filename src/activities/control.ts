@@ -2,6 +2,7 @@
  * Control activities, run by the supervisor on the `steward` queue: plan an eval set, observe its
  * running tasks for the tend loop, write the eval set's summary.
  */
+import { once } from 'node:events';
 import * as path from 'node:path';
 import { Context } from '@temporalio/activity';
 import type { Client } from '@temporalio/client';
@@ -102,24 +103,30 @@ export function createControlActivities(deps: ActivityDeps) {
       const client = deps.client;
       if (!client) throw new Error('observeTasks needs a Temporal client');
       const wait = args.waitForEndMs ?? 0;
-      // A worker that stops cancels it: its wait must not hold the worker's shutdown (the
-      // supervisor's, so a launch's exit) for the rest of its half minute.
+      // It answers with the tasks that answered in time. Its calls end by a deadline, retries
+      // included: the client retries a call that failed (Temporal unreachable, say) with new
+      // ones, which an abort signal does not reach (@temporalio/client 1.24), but the deadline
+      // does, one backoff late at most.
+      const deadline = Date.now() + OBSERVE_TIMEOUT_MS + wait;
+      // A worker that stops cancels it, and its calls: it must not hold the worker's shutdown
+      // (the supervisor's, so a launch's exit) for the rest of its wait.
       const cancelled = Context.current().cancellationSignal;
-      // Its calls end with it: a query to a task whose worker is down is retried by the client
-      // for longer than the tend waits, and would go on, unseen, after this returned.
-      const answers = await Promise.allSettled(
-        args.workflowIds.map((id) => {
-          const until = AbortSignal.any([
-            cancelled,
-            AbortSignal.timeout(OBSERVE_TIMEOUT_MS + wait),
-          ]);
-          return client.connection.withAbortSignal(until, () =>
-            observeTask(client, id, wait, cancelled),
-          );
-        }),
+      const over = AbortSignal.any([cancelled, AbortSignal.timeout(OBSERVE_TIMEOUT_MS + wait)]);
+      const seen: (ObservedTask | undefined)[] = args.workflowIds.map(() => undefined);
+      const answered = Promise.allSettled(
+        args.workflowIds.map((id, i) =>
+          client.connection
+            .withAbortSignal(cancelled, () =>
+              client.connection.withDeadline(deadline, () =>
+                observeTask(client, id, wait, cancelled),
+              ),
+            )
+            .then((task) => (seen[i] = task)),
+        ),
       );
+      await Promise.race([answered, over.aborted ? undefined : once(over, 'abort')]);
       cancelled.throwIfAborted();
-      return answers.flatMap((a) => (a.status === 'fulfilled' && a.value ? [a.value] : []));
+      return seen.filter((task) => task !== undefined);
     },
 
     /**
@@ -169,7 +176,6 @@ async function observeTask(
   const handle = client.workflow.getHandle(workflowId);
   if (waitForEndMs > 0) {
     // Ended or not, what describe says next is the answer.
-    // Under the caller's abort signal, which its cancellation aborts too.
     await client.connection
       .withDeadline(Date.now() + waitForEndMs, () => handle.result())
       .catch(() => undefined);
