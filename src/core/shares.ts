@@ -67,11 +67,13 @@ export function splitTolerance(capacity: number): number {
 /**
  * The shares the hosts may use now: the demand split ({@link splitByDemand}), kept as it was
  * while the hosts are the same and no host's share would move by more than
- * {@link splitTolerance}; and handed over without ever granting a slot twice. A host whose share
- * shrinks keeps its calls in flight (a lower limit never interrupts one), so until they finish the
- * hosts whose shares grow get only what is free: the sum over hosts of the larger of share and
- * calls in flight stays within the capacity whenever the calls in flight allow it. The rest of
- * their shares comes at the next split, once the shrinking hosts have drained.
+ * {@link splitTolerance}; and handed over without ever granting a slot twice. Until a host applies
+ * this split (its owner reads it within a poll, a fifth of the window), it may still fill the
+ * share `previous` gave it; and a host whose share shrinks keeps its calls in flight (a lower
+ * limit never interrupts one). So what a host holds is the larger of the two, and the hosts whose
+ * shares grow get only what the others do not hold: the sum over hosts of the larger of share
+ * and holding stays within the capacity whenever the holdings allow it. The rest of their shares
+ * comes at a later split, once the shrinking hosts have applied theirs and drained.
  */
 export function splitAccount(
   capacity: number,
@@ -80,11 +82,12 @@ export function splitAccount(
 ): Record<string, number> {
   let target = splitByDemand(capacity, hosts);
   if (previous !== undefined && steady(target, previous, capacity)) target = { ...previous };
-  const excess = hosts.reduce((n, h) => n + Math.max(0, h.inFlight - target[h.host]), 0);
+  const holds = (h: HostUse) => Math.max(h.inFlight, previous?.[h.host] ?? 0);
+  const excess = hosts.reduce((n, h) => n + Math.max(0, holds(h) - target[h.host]), 0);
   if (excess === 0) return target;
   // Growing hosts give up `excess` of their new room, the most room first, ties by host name.
   const growing = hosts
-    .map((h) => ({ host: h.host, room: Math.max(0, target[h.host] - Math.max(h.inFlight, 1)) }))
+    .map((h) => ({ host: h.host, room: Math.max(0, target[h.host] - Math.max(holds(h), 1)) }))
     .filter((g) => g.room > 0)
     .sort((a, b) => b.room - a.room || byName(a.host, b.host));
   let owed = excess;

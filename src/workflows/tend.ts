@@ -361,7 +361,9 @@ export class Tender {
       account.reportedBy = account.reportedBy.filter((h) => h !== host);
       if (account.shares !== undefined && Object.hasOwn(account.shares, host)) {
         account.hosts[host] = { inFlight: report.inFlight, demand: 0 };
-        account.shares = this.split(account, Object.keys(account.shares));
+        // Its workers stop, so it starts no call beyond those: it holds what it has in flight.
+        const { [host]: _leaving, ...staying } = account.shares;
+        account.shares = this.split(account, Object.keys(account.shares), staying);
         delete account.shares[host];
       }
       delete account.hosts[host];
@@ -374,8 +376,9 @@ export class Tender {
       demand: report.demand,
     };
     if (!account.reportedBy.includes(host)) account.reportedBy.push(host);
-    // A host that joins a split account gets its share now, not at the next tend: until then it
-    // takes an equal share on top of the others' (src/core/shares.ts), more than the account has.
+    // A host that joins a split account is split in at once: the others are told their smaller
+    // shares now, so it grows into its own at the next tend, once they have read them (until
+    // then it has one slot, src/core/shares.ts), not a window later still.
     if (joined && account.shares !== undefined && Object.keys(account.shares).length > 0) {
       account.shares = this.split(account, [...Object.keys(account.shares), host]);
     }
@@ -385,7 +388,11 @@ export class Tender {
    * The account's ceiling split among `hosts` by what each last said it wanted, handed over
    * from the last split without granting a slot twice (src/core/shares.ts).
    */
-  private split(account: TendedAccount, hosts: string[]): Record<string, number> {
+  private split(
+    account: TendedAccount,
+    hosts: string[],
+    previous = account.shares,
+  ): Record<string, number> {
     const known = [...new Set(hosts)].filter((h) => Object.hasOwn(account.hosts, h));
     return splitAccount(
       account.state.ceiling,
@@ -394,7 +401,7 @@ export class Tender {
         demand: account.hosts[h].demand ?? 0,
         inFlight: account.hosts[h].inFlight ?? 0,
       })),
-      account.shares,
+      previous,
     );
   }
 

@@ -81,17 +81,32 @@ describe('splitAccount: the split the hosts may use now', () => {
       { a: 20, b: 20 },
     ],
     [
-      'a real shift moves it, once the shrinking host has drained',
+      'a real shift moves it in two splits: first the shrinking host is told its share',
       40,
       [use('a', 90, 20), use('b', 10, 4)],
       { a: 20, b: 20 },
+      // b may fill its 20 until it reads this split: a may not grow into them yet.
+      { a: 20, b: 5 },
+    ],
+    [
+      'then, once it holds no more than that, the growing host gets the rest',
+      40,
+      [use('a', 90, 20), use('b', 10, 4)],
+      { a: 20, b: 5 },
       { a: 35, b: 5 },
+    ],
+    [
+      'a host that has not read its last share yet may still fill it, however few calls it has now',
+      40,
+      [use('a', 10, 5), use('b', 90, 10)],
+      { a: 30, b: 10 },
+      { a: 5, b: 10 },
     ],
     [
       'while the shrinking host still has its calls in flight, the growing one gets only what is free',
       40,
       [use('a', 90, 20), use('b', 10, 20)],
-      { a: 20, b: 20 },
+      { a: 20, b: 5 },
       // b keeps its 20 calls until they end (a lower limit interrupts none): a may not grow yet.
       { a: 20, b: 5 },
     ],
@@ -99,7 +114,7 @@ describe('splitAccount: the split the hosts may use now', () => {
       'half drained: the growing host gets half its room',
       40,
       [use('a', 90, 20), use('b', 10, 12)],
-      { a: 20, b: 20 },
+      { a: 20, b: 5 },
       { a: 28, b: 5 },
     ],
     [
@@ -120,7 +135,7 @@ describe('splitAccount: the split the hosts may use now', () => {
     expect(splitAccount(capacity, hosts, previous)).toEqual(expected);
   });
 
-  test('what the hosts may use, or still have in flight, never sums past the capacity when their calls allow it', () => {
+  test('what the hosts may use, may still use until they read the split, or still have in flight, never sums past the capacity when their calls allow it', () => {
     const random = seeded(11);
     for (let i = 0; i < 500; i++) {
       const n = 1 + Math.floor(random() * 6);
@@ -137,7 +152,11 @@ describe('splitAccount: the split the hosts may use now', () => {
         use(host, Math.floor(random() * 200), Math.floor(random() * (share + 1))),
       );
       const shares = splitAccount(capacity, hosts, previous);
-      const committed = hosts.reduce((sum, h) => sum + Math.max(shares[h.host], h.inFlight), 0);
+      // Until a host reads this split it may fill the last one's share.
+      const committed = hosts.reduce(
+        (sum, h) => sum + Math.max(shares[h.host], previous[h.host], h.inFlight),
+        0,
+      );
       expect(committed).toBeLessThanOrEqual(capacity);
     }
   });

@@ -57,12 +57,17 @@ test('the ceiling is split by the demand each host reported in the window', () =
   ]);
 });
 
-test('a host that joins gets its share when it first reports, not at the next tend', () => {
+test('a host that joins is split in when it first reports, and grows into its share once the others have read theirs', () => {
   const t = tender();
   t.report(report('m1:1', 40));
   t.tend(60_000);
   expect(t.accountControl()[ACCOUNT].shares).toEqual({ 'm1:1': 100 });
-  t.report(report('m2:1', 40));
+  // Until m1 reads its 50 it may fill its 100: m2 keeps the one slot a newcomer has.
+  t.report({ ...report('m2:1', 40), inFlight: 1 });
+  expect(t.accountControl()[ACCOUNT].shares).toEqual({ 'm1:1': 50, 'm2:1': 1 });
+  t.report(report('m1:1', 40));
+  t.report({ ...report('m2:1', 40), inFlight: 1 });
+  t.tend(120_000);
   expect(t.accountControl()[ACCOUNT].shares).toEqual({ 'm1:1': 50, 'm2:1': 50 });
 });
 
