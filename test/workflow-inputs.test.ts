@@ -5,6 +5,7 @@
 import {
   evalSetCarrySchema,
   evalSetStartSchema,
+  evalTaskStartSchema,
   holdRampArgsSchema,
   parse,
   resumeRampArgsSchema,
@@ -167,4 +168,69 @@ test('a forged carry is refused, not trusted', () => {
   );
   expect(result.ok).toBe(false);
   expect(!result.ok && result.message).toMatch(/^carry: plan\.name: expected string/);
+});
+
+describe("a task's carry", () => {
+  const start = {
+    evalSet: 'es',
+    task: 't1',
+    definition: '/abs/evalset.yaml',
+    logDir: '/logs',
+    parentId: 'steward/es',
+    setpoint: 8,
+  };
+  const carry = {
+    total: 100,
+    pending: [[40, 100]],
+    inFlight: [3, 4, 5, 9],
+    groups: [[3, 4, 5]],
+    completed: 30,
+    errored: 6,
+    resumed: 0,
+    saturations: 0,
+    networkErrors: 0,
+    runs: 2,
+  };
+
+  test('as a run hands it over, it parses', () => {
+    expect(parse(evalTaskStartSchema, { ...start, carry }, 'evalTask input')).toMatchObject({
+      ok: true,
+    });
+    // Carries from before groups, limits and retries.
+    const { groups: _, ...older } = carry;
+    expect(parse(evalTaskStartSchema, { ...start, carry: older }, 'x')).toMatchObject({
+      ok: true,
+    });
+  });
+
+  test.each<[string, object, string]>([
+    [
+      'a sample past the task',
+      { inFlight: [3, 4, 5, 100] },
+      'carry.inFlight.3: expected a sample below 100 (100)',
+    ],
+    [
+      'a group naming a sample not in flight',
+      { groups: [[3, 7]] },
+      'carry.groups.0.1: expected a sample in flight (7)',
+    ],
+    [
+      'samples to admit past the task',
+      { pending: [[40, 120]] },
+      'carry.pending.0: expected a range of samples within [0, 100) ([40,120])',
+    ],
+    [
+      'a count that is not one',
+      { completed: -1 },
+      'carry.completed: Too small: expected number to be >=0 (-1)',
+    ],
+  ])('forged, %s, it is refused', (_, forged, message) => {
+    const result = parse(
+      evalTaskStartSchema,
+      { ...start, carry: { ...carry, ...forged } },
+      'evalTask input',
+    );
+    expect(result.ok).toBe(false);
+    expect(!result.ok && result.message).toContain(`evalTask input: ${message}`);
+  });
 });

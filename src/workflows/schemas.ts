@@ -160,6 +160,7 @@ export const evalTaskStartSchema = z.lazy(() =>
     parentId: z.string().min(1),
     setpoint: count,
     limits: sampleLimits.optional(),
+    carry: evalTaskCarrySchema.optional(),
   }),
 );
 
@@ -394,6 +395,59 @@ export const evalSetCarrySchema = z.lazy(() =>
       )
       .optional(),
   }),
+);
+
+/**
+ * What a task's run hands the next (`EvalTaskCarry`): its counts, and the samples not yet
+ * admitted, in flight, and sharing a workflow, each a sample of the task.
+ */
+export const evalTaskCarrySchema = z.lazy(() =>
+  z
+    .looseObject({
+      total: count,
+      pending: z.array(z.tuple([count, count])),
+      inFlight: z.array(count),
+      groups: z.array(z.array(count).min(1)).optional(),
+      completed: count,
+      errored: count,
+      resumed: count,
+      saturations: count,
+      networkErrors: count,
+      limited: count.optional(),
+      stuck: count.optional(),
+      retries: count.optional(),
+      runs: positive,
+    })
+    .superRefine((carry, ctx) => {
+      const outside = (index: number) => index >= carry.total;
+      carry.pending.forEach(([start, end], i) => {
+        if (start > end || end > carry.total) {
+          ctx.addIssue({
+            code: 'custom',
+            path: ['pending', i],
+            message: `expected a range of samples within [0, ${carry.total})`,
+            input: [start, end],
+          });
+        }
+      });
+      const inFlight = new Set(carry.inFlight);
+      const check = (path: (string | number)[], index: number, inGroup: boolean) => {
+        if (outside(index) || (inGroup && !inFlight.has(index))) {
+          ctx.addIssue({
+            code: 'custom',
+            path,
+            message: inGroup
+              ? 'expected a sample in flight'
+              : `expected a sample below ${carry.total}`,
+            input: index,
+          });
+        }
+      };
+      carry.inFlight.forEach((index, i) => check(['inFlight', i], index, false));
+      carry.groups?.forEach((group, g) =>
+        group.forEach((index, i) => check(['groups', g, i], index, true)),
+      );
+    }),
 );
 
 export type Parsed<T> = { ok: true; value: T } | { ok: false; message: string };
