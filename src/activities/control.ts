@@ -12,6 +12,7 @@ import { resolveSettings } from '../config/settings';
 import { identityRefusals } from '../definition/identity';
 import { sampleCount } from '../definition/samples';
 import { snapshotDefinition } from '../loader/snapshot';
+import { bounded } from '../temporal/bounded';
 import { writeEvalSetManifest } from '../logs/inspect/write';
 import type { EvalSetDefinition } from '../definition/types';
 import { ErrorType, formatIssue } from '../errors';
@@ -103,25 +104,22 @@ export function createControlActivities(deps: ActivityDeps) {
       const client = deps.client;
       if (!client) throw new Error('observeTasks needs a Temporal client');
       const wait = args.waitForEndMs ?? 0;
-      // It answers with the tasks that answered in time. Its calls end by a deadline, retries
-      // included: the client retries a call that failed (Temporal unreachable, say) with new
-      // ones, which an abort signal does not reach (@temporalio/client 1.24), but the deadline
-      // does, one backoff late at most.
-      const deadline = Date.now() + OBSERVE_TIMEOUT_MS + wait;
+      // It answers with the tasks that answered in time; their calls end by then too
+      // (`bounded`: the client's retries included).
+      const ms = OBSERVE_TIMEOUT_MS + wait;
       // A worker that stops cancels it, and its calls: it must not hold the worker's shutdown
       // (the supervisor's, so a launch's exit) for the rest of its wait.
       const cancelled = Context.current().cancellationSignal;
-      const over = AbortSignal.any([cancelled, AbortSignal.timeout(OBSERVE_TIMEOUT_MS + wait)]);
+      const over = AbortSignal.any([cancelled, AbortSignal.timeout(ms)]);
       const seen: (ObservedTask | undefined)[] = args.workflowIds.map(() => undefined);
       const answered = Promise.allSettled(
         args.workflowIds.map((id, i) =>
-          client.connection
-            .withAbortSignal(cancelled, () =>
-              client.connection.withDeadline(deadline, () =>
-                observeTask(client, id, wait, cancelled),
-              ),
-            )
-            .then((task) => (seen[i] = task)),
+          bounded(
+            client.connection,
+            ms,
+            () => observeTask(client, id, wait, cancelled),
+            cancelled,
+          ).then((task) => (seen[i] = task)),
         ),
       );
       await Promise.race([answered, over.aborted ? undefined : once(over, 'abort')]);

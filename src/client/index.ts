@@ -21,6 +21,7 @@ import {
   type WorkflowStartOptions,
 } from '@temporalio/client';
 import type { UpdateDefinition } from '@temporalio/common';
+import { bounded } from '../temporal/bounded';
 import { evalSetTagging } from '../temporal/search-attributes';
 import { whoIsSteering } from '../util/who';
 import { steerAcrossHandOvers } from './steer-retry';
@@ -42,6 +43,9 @@ import {
   type SetSamplesRampArgs,
   type SteeringAnswer,
 } from '../workflows/types';
+
+/** How long `watch` waits for one status; the next look asks again. */
+const WATCH_QUERY_MS = 10_000;
 
 export type { evalSet };
 export type {
@@ -138,11 +142,17 @@ export class EvalSetRun {
     intervalMs = 1_000,
   ): Promise<EvalSetResult> {
     const result = this.result();
+    const ended = result.then(
+      () => undefined,
+      () => undefined,
+    );
     let over = false;
-    void result.finally(() => (over = true)).catch(() => undefined);
+    void ended.then(() => (over = true));
     while (!over) {
-      await this.status().then(onStatus, () => undefined);
-      await Promise.race([result.catch(() => undefined), sleep(intervalMs)]);
+      // The end does not wait for a status the ended workflow's stopping worker may not give.
+      const status = bounded(this.handle.client.connection, WATCH_QUERY_MS, () => this.status());
+      await Promise.race([status.then(onStatus, () => undefined), ended]);
+      await Promise.race([ended, sleep(intervalMs)]);
     }
     return result;
   }

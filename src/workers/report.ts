@@ -7,7 +7,7 @@
 import { setTimeout as delay } from 'node:timers/promises';
 import type { Client } from '@temporalio/client';
 import type { AccountHost } from '../models/account-host';
-import { withTimeout } from '../util/timeout';
+import { bounded } from '../temporal/bounded';
 import { workerControlQuery, workerReportSignal } from '../workflows/types';
 
 const QUERY_TIMEOUT_MS = 5_000;
@@ -63,7 +63,12 @@ async function followAndReport(
     }
     let nextTend: number | null = null;
     try {
-      const control = await withTimeout(handle.query(workerControlQuery), QUERY_TIMEOUT_MS);
+      const control = await bounded(
+        options.client.connection,
+        QUERY_TIMEOUT_MS,
+        () => handle.query(workerControlQuery),
+        options.signal,
+      );
       options.host.applyControl(options.evalSetId, control);
       nextTend = control.next_tend_at;
       failing = false;
@@ -112,9 +117,8 @@ async function sayGoodbye(
     options.host
       .drain(options.evalSetId)
       .map((window) =>
-        withTimeout(
+        bounded(options.client.connection, QUERY_TIMEOUT_MS, () =>
           handle.signal(workerReportSignal, { ...window, leaving: true }),
-          QUERY_TIMEOUT_MS,
         ),
       ),
   ).catch(() => undefined);

@@ -10,6 +10,7 @@ import type { TemporalTarget } from '../temporal/connection';
 import { NativeConnection, Worker } from '@temporalio/worker';
 import { createActivities } from '../activities';
 import { runningEvalSets } from '../client/status';
+import { bounded } from '../temporal/bounded';
 import { STEWARD_TASK_QUEUE, statusQuery, type EvalSetStatus } from '../workflows/types';
 import { thisWorker } from '../activities/deps';
 import { AccountHost } from '../models/account-host';
@@ -33,6 +34,8 @@ export interface SupervisorOptions {
 }
 
 const RECONCILE_MS = 1_000;
+/** How long the reconcile waits for an eval set's status: a workflow without a worker to answer. */
+const STATUS_QUERY_MS = 5_000;
 const WORKER_SCRIPT = path.join(PACKAGE_ROOT, 'dist', 'workers', 'task-worker.js');
 
 /** Runs until `signal` aborts; then stops every worker process it started. */
@@ -74,12 +77,16 @@ export async function runSupervisor(options: SupervisorOptions): Promise<void> {
   };
   const reconcile = async (): Promise<void> => {
     const ids = options.evalSetIds ?? (await runningEvalSets(options.client));
+    // A stop cancels them: a query the stopping control worker will not answer would otherwise
+    // hold the stop for the server's half minute.
     const statuses = await Promise.all(
       ids.map((id) =>
-        options.client.workflow
-          .getHandle(id)
-          .query(statusQuery)
-          .catch(() => undefined),
+        bounded(
+          options.client.connection,
+          STATUS_QUERY_MS,
+          () => options.client.workflow.getHandle(id).query(statusQuery),
+          options.signal,
+        ).catch(() => undefined),
       ),
     );
     for (const id of wanted.keys()) if (!ids.includes(id)) wanted.delete(id);

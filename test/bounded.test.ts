@@ -1,0 +1,73 @@
+/**
+ * Temporal calls that must end in time (src/temporal/bounded.ts): a status query to an eval set
+ * whose worker is stopping, and the client's retries of a call that failed, both end by the
+ * deadline, and a stop cancels the call at once. The supervisor, its account reports and
+ * `steward launch`'s watch ask through it; unbounded, one such query held a launch's exit 29 s.
+ */
+import { Client, Connection } from '@temporalio/client';
+import { bounded } from '../src/temporal/bounded';
+import { statusQuery } from '../src/workflows/types';
+import { uniqueName } from './helpers/cli';
+
+let connection: Connection;
+let client: Client;
+let workflowId: string;
+
+beforeAll(async () => {
+  connection = await Connection.connect({ address: process.env.TEMPORAL_ADDRESS });
+  client = new Client({ connection, namespace: process.env.TEMPORAL_NAMESPACE });
+  // On a queue no worker serves: its queries are never answered.
+  const handle = await client.workflow.start('evalSet', {
+    taskQueue: uniqueName('nobody'),
+    workflowId: uniqueName('unanswered'),
+    args: [{}],
+  });
+  workflowId = handle.workflowId;
+});
+
+afterAll(async () => {
+  await client?.workflow.getHandle(workflowId).terminate('test over');
+  await connection?.close();
+});
+
+/** How long `call` took to fail, in ms. */
+async function failsAfter(call: () => Promise<unknown>): Promise<number> {
+  const started = Date.now();
+  await expect(call()).rejects.toThrow();
+  return Date.now() - started;
+}
+
+test('a query no worker answers ends by the deadline', async () => {
+  const handle = client.workflow.getHandle(workflowId);
+  const took = await failsAfter(() =>
+    bounded(client.connection, 1_000, () => handle.query(statusQuery)),
+  );
+  expect(took).toBeGreaterThanOrEqual(900);
+  expect(took).toBeLessThan(2_500);
+});
+
+test('a stop cancels it at once', async () => {
+  const handle = client.workflow.getHandle(workflowId);
+  const stop = new AbortController();
+  setTimeout(() => stop.abort(), 200);
+  const took = await failsAfter(() =>
+    bounded(client.connection, 30_000, () => handle.query(statusQuery), stop.signal),
+  );
+  expect(took).toBeLessThan(1_500);
+});
+
+test("the client's retries of a failed call end by the deadline too", async () => {
+  // Nothing listens on port 1: every attempt fails as unavailable, and the client retries for
+  // about 20 s.
+  const unreachable = new Client({ connection: Connection.lazy({ address: '127.0.0.1:1' }) });
+  const handle = unreachable.workflow.getHandle(workflowId);
+  const took = await failsAfter(() =>
+    bounded(unreachable.connection, 1_000, () => handle.query(statusQuery)),
+  );
+  // One backoff past the deadline at most.
+  expect(took).toBeLessThan(4_000);
+  // Its last retry comes one backoff after the deadline: a connection closed before then
+  // would fail it loudly.
+  await new Promise((r) => setTimeout(r, 4_000));
+  await unreachable.connection.close();
+});
