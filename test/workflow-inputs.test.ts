@@ -196,6 +196,11 @@ describe("a task's carry", () => {
     expect(parse(evalTaskStartSchema, { ...start, carry }, 'evalTask input')).toMatchObject({
       ok: true,
     });
+    // A group whose first, which names its workflow, is done while the others run.
+    const firstDone = { ...carry, inFlight: [4, 5, 9] };
+    expect(parse(evalTaskStartSchema, { ...start, carry: firstDone }, 'x')).toMatchObject({
+      ok: true,
+    });
     // Carries from before groups, limits and retries.
     const { groups: _, ...older } = carry;
     expect(parse(evalTaskStartSchema, { ...start, carry: older }, 'x')).toMatchObject({

@@ -399,7 +399,8 @@ export const evalSetCarrySchema = z.lazy(() =>
 
 /**
  * What a task's run hands the next (`EvalTaskCarry`): its counts, and the samples not yet
- * admitted, in flight, and sharing a workflow, each a sample of the task.
+ * admitted, in flight, and sharing a workflow, each a sample of the task; a group's members past
+ * its first are in flight.
  */
 export const evalTaskCarrySchema = z.lazy(() =>
   z
@@ -444,8 +445,9 @@ export const evalTaskCarrySchema = z.lazy(() =>
         }
       };
       carry.inFlight.forEach((index, i) => check(['inFlight', i], index, false));
+      // A group's first names its workflow, which runs until every member has: it may be done.
       carry.groups?.forEach((group, g) =>
-        group.forEach((index, i) => check(['groups', g, i], index, true)),
+        group.forEach((index, i) => check(['groups', g, i], index, i > 0)),
       );
     }),
 );
