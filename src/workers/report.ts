@@ -63,11 +63,9 @@ async function followAndReport(
     }
     let nextTend: number | null = null;
     try {
-      const control = await bounded(
-        options.client.connection,
-        QUERY_TIMEOUT_MS,
-        () => handle.query(workerControlQuery),
-        options.signal,
+      // Not cancelled by a stop (see the supervisor's reconcile): bounded, it ends by then.
+      const control = await bounded(options.client.connection, QUERY_TIMEOUT_MS, () =>
+        handle.query(workerControlQuery),
       );
       options.host.applyControl(options.evalSetId, control);
       nextTend = control.next_tend_at;

@@ -77,15 +77,13 @@ export async function runSupervisor(options: SupervisorOptions): Promise<void> {
   };
   const reconcile = async (): Promise<void> => {
     const ids = options.evalSetIds ?? (await runningEvalSets(options.client));
-    // A stop cancels them: a query the stopping control worker will not answer would otherwise
-    // hold the stop for the server's half minute.
+    // Bounded: a query the stopping control worker will not answer would otherwise hold the
+    // stop for the server's half minute. Not cancelled by the stop: a worker that has the query
+    // and answers a cancelled one logs the server's refusal.
     const statuses = await Promise.all(
       ids.map((id) =>
-        bounded(
-          options.client.connection,
-          STATUS_QUERY_MS,
-          () => options.client.workflow.getHandle(id).query(statusQuery),
-          options.signal,
+        bounded(options.client.connection, STATUS_QUERY_MS, () =>
+          options.client.workflow.getHandle(id).query(statusQuery),
         ).catch(() => undefined),
       ),
     );
