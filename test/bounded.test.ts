@@ -7,28 +7,19 @@
 import { Client, Connection } from '@temporalio/client';
 import { bounded } from '../src/temporal/bounded';
 import { statusQuery } from '../src/workflows/types';
-import { uniqueName } from './helpers/cli';
+import { startUnserved, type Unserved } from './helpers/unserved';
 
-let connection: Connection;
+let unserved: Unserved;
 let client: Client;
 let workflowId: string;
 
 beforeAll(async () => {
-  connection = await Connection.connect({ address: process.env.TEMPORAL_ADDRESS });
-  client = new Client({ connection, namespace: process.env.TEMPORAL_NAMESPACE });
-  // On a queue no worker serves: its queries are never answered.
-  const handle = await client.workflow.start('evalSet', {
-    taskQueue: uniqueName('nobody'),
-    workflowId: uniqueName('unanswered'),
-    args: [{}],
-  });
-  workflowId = handle.workflowId;
+  // Its queries are never answered.
+  unserved = await startUnserved('evalSet');
+  ({ client, workflowId } = unserved);
 });
 
-afterAll(async () => {
-  await client?.workflow.getHandle(workflowId).terminate('test over');
-  await connection?.close();
-});
+afterAll(() => unserved?.close());
 
 /** How long `call` took to fail, in ms. */
 async function failsAfter(call: () => Promise<unknown>): Promise<number> {

@@ -9,29 +9,20 @@ import { Client, Connection } from '@temporalio/client';
 import { MockActivityEnvironment } from '@temporalio/testing';
 import { createControlActivities } from '../src/activities/control';
 import { processDeps } from '../src/workers/runtime';
-import { uniqueName } from './helpers/cli';
+import { startUnserved, type Unserved } from './helpers/unserved';
 
 describe('observeTasks waiting for a task to close', () => {
-  let connection: Connection;
+  let unserved: Unserved;
   let client: Client;
   let taskId: string;
 
   beforeAll(async () => {
-    connection = await Connection.connect({ address: process.env.TEMPORAL_ADDRESS });
-    client = new Client({ connection, namespace: process.env.TEMPORAL_NAMESPACE });
-    // A workflow on a queue no worker serves stays running: the end waited for never comes.
-    const handle = await client.workflow.start('evalTask', {
-      taskQueue: uniqueName('nobody'),
-      workflowId: uniqueName('observed'),
-      args: [{}],
-    });
-    taskId = handle.workflowId;
+    // The end waited for never comes.
+    unserved = await startUnserved('evalTask');
+    ({ client, workflowId: taskId } = unserved);
   });
 
-  afterAll(async () => {
-    await client?.workflow.getHandle(taskId).terminate('test over');
-    await connection?.close();
-  });
+  afterAll(() => unserved?.close());
 
   const observe = () => createControlActivities(processDeps({ client })).observeTasks;
 
