@@ -198,8 +198,11 @@ describeIfReady('Inspect AI reads and shows what the examples wrote', () => {
     }
 
     // ramp-demo's tasks and solver chain, with 2 epochs where it has 15 (a demo runs minutes), and
-    // every 8th target changed, so that its accuracy is 0.875 and not 1.
+    // every 8th target changed, so that its accuracy is 0.875 and not 1. Samples are pinned at 20:
+    // 400 samples of four ~150 ms calls then take about 30 s here, time for several rewrites of the
+    // log (on the ramp they took about 10 s: 3 or 4 snapshots here, 1 in a CI run).
     const ramp = await copyExample('ramp-demo', async (definition, dir) => {
+      definition.max_samples = 20;
       (definition.tasks as Array<Record<string, unknown>>)[0].epochs = 2;
       const file = path.join(dir, 'data', 'ramp-demo.jsonl');
       const lines = (await fs.readFile(file, 'utf8')).trim().split('\n');
