@@ -2,7 +2,8 @@
  * Load: T tasks × N zero-latency `mockllm` samples at `max_samples` M, run by `steward launch`
  * on a fresh Temporal dev server. Prints wall time, the peak resident memory summed over every
  * process of the run (launcher and supervisor, worker processes, Temporal server) and per kind,
- * and the largest `evalSet` / `evalTask` history against Temporal's limits.
+ * against issue 14's goals (`MEMORY_GOALS_KB`), and the largest `evalSet` / `evalTask` history
+ * against Temporal's limits.
  *
  *   npm run bench:load                    # 20 tasks × 1000 samples, max_samples 100
  *   npm run bench:load -- 5 2000 200
