@@ -8,6 +8,7 @@ import type { Client } from '@temporalio/client';
 import {
   evalSetWorkflowId,
   samplesDoneSignal,
+  type EvalTaskInput,
   taskQueueFor,
   taskWorkflowId,
 } from '../src/workflows/types';
@@ -86,7 +87,7 @@ describe('continue-as-new without draining', () => {
     console.log(
       `first report after each hand-over: ${silences.map((ms) => `${ms} ms`).join(', ')}`,
     );
-    expect(silences).toHaveLength(runs.length - 1);
+    expect(silences.length).toBeGreaterThanOrEqual(1);
     for (const ms of silences) expect(ms).toBeLessThan(5_000);
 
     // Each sample workflow started once and completed: none cancelled, terminated or repeated.
@@ -165,8 +166,9 @@ async function unhandledCommandFailures(client: Client, workflowId: string): Pro
 }
 
 /**
- * For each run that continued another: from its first workflow task's end to the first report
- * signal it received after that.
+ * For each run that continued another with samples in flight: from its first workflow task's end
+ * to the first report signal it received, 0 if one came with that task (sent before it ended),
+ * Infinity if none came at all. A run handed nothing in flight has nobody to hear from.
  */
 async function silenceAfterHandOver(client: Client, workflowId: string): Promise<number[]> {
   const { EventType } = temporal.api.enums.v1;
@@ -175,17 +177,19 @@ async function silenceAfterHandOver(client: Client, workflowId: string): Promise
     const events = (await fetchHistory(client, { workflowId, runId: wf.runId })).events ?? [];
     const started = events[0]?.workflowExecutionStartedEventAttributes;
     if (!started?.continuedExecutionRunId) continue;
-    const first = events.findIndex(
-      (e) => e.eventType === EventType.EVENT_TYPE_WORKFLOW_TASK_COMPLETED,
+    const input = JSON.parse(
+      Buffer.from(started.input?.payloads?.[0]?.data ?? []).toString(),
+    ) as EvalTaskInput;
+    if ((input.carry?.inFlight.length ?? 0) === 0) continue;
+    const first = events.find((e) => e.eventType === EventType.EVENT_TYPE_WORKFLOW_TASK_COMPLETED);
+    const report = events.find(
+      (e) =>
+        e.eventType === EventType.EVENT_TYPE_WORKFLOW_EXECUTION_SIGNALED &&
+        e.workflowExecutionSignaledEventAttributes?.signalName === samplesDoneSignal.name,
     );
-    const report = events
-      .slice(first)
-      .find(
-        (e) =>
-          e.eventType === EventType.EVENT_TYPE_WORKFLOW_EXECUTION_SIGNALED &&
-          e.workflowExecutionSignaledEventAttributes?.signalName === samplesDoneSignal.name,
-      );
-    if (report) silences.push(Math.max(0, millis(report) - millis(events[first])));
+    silences.push(
+      report && first ? Math.max(0, millis(report) - millis(first)) : Number.POSITIVE_INFINITY,
+    );
   }
   return silences;
 }
