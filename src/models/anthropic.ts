@@ -13,7 +13,7 @@
  * one turn, as the API requires).
  */
 
-import Anthropic from '@anthropic-ai/sdk';
+import type Anthropic from '@anthropic-ai/sdk';
 import type {
   ContentBlockParam,
   Message,
@@ -60,20 +60,33 @@ export function createAnthropicModel(
   // URL stop the SDK from reading ANTHROPIC_* from this process's environment: the worker's
   // injected environment is the one that counts. An explicit timeout also stops the SDK from
   // refusing large `max_tokens` without streaming.
-  const client = new Anthropic({
-    apiKey: connection.apiKey,
-    baseURL: connection.baseURL,
-    maxRetries: 0,
-    timeout: timeoutMs,
-  });
+  //
+  // The SDK is loaded with the first call, not with this module: every worker process imports
+  // the providers, and the SDK is 270 modules (about 20 MiB resident) that only a task on an
+  // Anthropic model needs.
+  let client: Anthropic | undefined;
+  const connect = (): Anthropic => {
+    if (client === undefined) {
+      // eslint-disable-next-line @typescript-eslint/no-require-imports
+      const { default: Sdk } = require('@anthropic-ai/sdk') as typeof import('@anthropic-ai/sdk');
+      client = new Sdk({
+        apiKey: connection.apiKey,
+        baseURL: connection.baseURL,
+        maxRetries: 0,
+        timeout: timeoutMs,
+      });
+    }
+    return client;
+  };
   return {
     name,
     ...(args.max_retries === undefined ? {} : { maxRetries: args.max_retries }),
     async generate(messages, options = {}) {
       const body = requestBody(connection.model, messages, options.tools, options.config);
+      const sdk = connect();
       // With the response, for its rate-limit headers; an error carries its own.
       const sentAt = performance.now();
-      const { data: message, response } = await client.messages
+      const { data: message, response } = await sdk.messages
         .create(body, { signal: options.signal })
         .withResponse()
         .catch((err: unknown) => {

@@ -7,7 +7,7 @@ import {
   type LogLevel,
   type LogMetadata,
 } from '@temporalio/worker';
-import Dockerode from 'dockerode';
+import type Dockerode from 'dockerode';
 import { loadDefinition } from '../loader/definition';
 import { loadSnapshot } from '../loader/snapshot';
 import type { Model } from '../definition/types';
@@ -62,9 +62,11 @@ export function processDeps(
     },
     client: options.client,
     ...(reports ? { reports } : {}),
-    // Created on first use: a worker whose tasks have no sandbox never touches Docker.
+    // Created on first use: a worker whose tasks have no sandbox never touches Docker, nor loads
+    // dockerode (with its ssh2, about 20 MiB resident).
     get docker() {
-      docker ??= new Dockerode();
+      // eslint-disable-next-line @typescript-eslint/no-require-imports
+      docker ??= new (require('dockerode') as typeof import('dockerode'))();
       return docker;
     },
     env,
