@@ -12,7 +12,7 @@
  */
 import { promises as fs } from 'node:fs';
 import * as vm from 'node:vm';
-import { WORKFLOW_BUNDLE_PATH } from '../src/workers/bundle';
+import { WORKFLOW_BUNDLE_PATH, withoutLibrarySources } from '../src/workers/bundle';
 
 interface Loaded {
   /** Module ids evaluated once per worker. */
@@ -73,4 +73,43 @@ test('a workflow execution evaluates Steward’s workflow modules and little els
   );
   expect(ours.length).toBeGreaterThan(5);
   expect(libraries).toEqual([]);
+});
+
+describe('the bundle’s inline source map', () => {
+  const inline = (map: object) =>
+    `code();\n//# sourceMappingURL=data:application/json;charset=utf-8;base64,${Buffer.from(
+      JSON.stringify(map),
+    ).toString('base64')}\n`;
+  const mapOf = (code: string) =>
+    JSON.parse(
+      Buffer.from(code.slice(code.indexOf('base64,') + 7).trimEnd(), 'base64').toString('utf8'),
+    ) as { sources: string[]; sourcesContent: (string | null)[]; mappings: string };
+
+  test('keeps the text of Steward’s sources and drops the libraries’, every mapping kept', () => {
+    const map = {
+      version: 3,
+      sources: ['/repo/src/workflows/sample.ts', '/repo/node_modules/zod/v4/core/core.js'],
+      sourcesContent: ['export function sampleWorkflow() {}', 'export const z = 1;'],
+      names: [],
+      mappings: 'AAAA;AACA',
+    };
+    const trimmed = withoutLibrarySources(inline(map));
+    expect(trimmed.startsWith('code();\n//# sourceMappingURL=data:')).toBe(true);
+    expect(mapOf(trimmed)).toEqual({ ...map, sourcesContent: [map.sourcesContent[0], null] });
+  });
+
+  test('a bundle without one is refused: the SDK could not load it', () => {
+    expect(() => withoutLibrarySources('code();\n')).toThrow(/no inline source map/);
+  });
+
+  test('the built bundle carries no library source text', async () => {
+    const map = mapOf(await fs.readFile(WORKFLOW_BUNDLE_PATH, 'utf8'));
+    const texts = map.sources.map((source, i) => [source, map.sourcesContent[i]] as const);
+    const libraries = texts.filter(([source]) => source.includes('/node_modules/'));
+    expect(libraries.length).toBeGreaterThan(50);
+    expect(libraries.filter(([, text]) => text !== null)).toEqual([]);
+    const sample = texts.find(([source]) => source.endsWith('src/workflows/sample.ts'));
+    expect(sample?.[1]).toContain('export async function sampleWorkflow');
+    expect(map.mappings.length).toBeGreaterThan(100_000);
+  });
 });
