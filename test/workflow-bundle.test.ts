@@ -82,7 +82,7 @@ describe('the bundle’s inline source map', () => {
     ).toString('base64')}\n`;
   const mapOf = (code: string) =>
     JSON.parse(
-      Buffer.from(code.slice(code.indexOf('base64,') + 7).trimEnd(), 'base64').toString('utf8'),
+      Buffer.from(code.slice(code.lastIndexOf('base64,') + 7).trimEnd(), 'base64').toString('utf8'),
     ) as { sources: string[]; sourcesContent: (string | null)[]; mappings: string };
 
   test('keeps the text of Steward’s sources and drops the libraries’, every mapping kept', () => {
