@@ -62,6 +62,15 @@ export default tseslint.config(
         { argsIgnorePattern: '^_', varsIgnorePattern: '^_' },
       ],
       'import-x/no-cycle': 'error',
+      // src/temporal/open-connection.ts says why: a bare connection can crash its process on close.
+      'no-restricted-syntax': [
+        'error',
+        {
+          selector:
+            "CallExpression[callee.object.name='Connection'][callee.property.name=/^(connect|lazy)$/]",
+          message: 'Open Temporal connections with openConnection (src/temporal/open-connection).',
+        },
+      ],
       // Workflow query handlers are registered first and read state assigned later.
       'prefer-const': ['error', { ignoreReadBeforeAssign: true }],
     },

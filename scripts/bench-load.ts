@@ -11,7 +11,8 @@
 import { promises as fs } from 'node:fs';
 import * as os from 'node:os';
 import * as path from 'node:path';
-import { Client, Connection } from '@temporalio/client';
+import { Client } from '@temporalio/client';
+import { openConnection } from '../src/temporal/open-connection';
 import { throwawayDevConfig } from '../src/temporal/config';
 import { ensureDevServer, stopDevServer } from '../src/temporal/devserver';
 import { devServerPid } from '../test/helpers/process-tree';
@@ -37,7 +38,7 @@ async function main(): Promise<void> {
   const port = await freePort();
   const server = await ensureDevServer(throwawayDevConfig(stewardDir, port), { stewardDir });
   const client = new Client({
-    connection: await Connection.connect({ address: server.address }),
+    connection: await openConnection({ address: server.address }),
     namespace: server.namespace,
   });
   try {

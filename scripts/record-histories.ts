@@ -14,7 +14,8 @@ import * as os from 'node:os';
 import * as path from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { promisify } from 'node:util';
-import { Client, Connection } from '@temporalio/client';
+import { Client } from '@temporalio/client';
+import { openConnection } from '../src/temporal/open-connection';
 import { defaultPayloadConverter } from '@temporalio/common';
 import { historyToJSON } from '@temporalio/common/lib/proto-utils';
 import { stringify } from 'yaml';
@@ -34,7 +35,7 @@ async function main(): Promise<void> {
     stewardDir: dir,
   });
   const env = { ...process.env, TEMPORAL_ADDRESS: address, TEMPORAL_NAMESPACE: namespace };
-  const client = new Client({ connection: await Connection.connect({ address }), namespace });
+  const client = new Client({ connection: await openConnection({ address }), namespace });
   try {
     const lines = Array.from({ length: 6 }, (_, i) =>
       JSON.stringify({ id: `s${i}`, input: `What is ${i} + 1?`, target: String(i + 1) }),

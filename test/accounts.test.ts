@@ -8,7 +8,8 @@
 import { spawn } from 'node:child_process';
 import { promises as fs } from 'node:fs';
 import * as path from 'node:path';
-import { Client, Connection } from '@temporalio/client';
+import { Client } from '@temporalio/client';
+import { openConnection } from '../src/temporal/open-connection';
 import { startSimProvider, type SimProvider } from '../src/sim/provider';
 import { readHostStats } from '../src/workers/lease-client';
 import type { HostStats } from '../src/workers/lease-protocol';
@@ -35,7 +36,7 @@ describe('one controller per provider account per host', () => {
 
   beforeAll(async () => {
     client = new Client({
-      connection: await Connection.connect({ address: process.env.TEMPORAL_ADDRESS! }),
+      connection: await openConnection({ address: process.env.TEMPORAL_ADDRESS! }),
       namespace: process.env.TEMPORAL_NAMESPACE,
     });
   });

@@ -11,7 +11,8 @@ import { randomUUID } from 'node:crypto';
 import { promises as fs } from 'node:fs';
 import * as path from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { Client, Connection } from '@temporalio/client';
+import { Client } from '@temporalio/client';
+import { openConnection } from '../src/temporal/open-connection';
 import type Docker from 'dockerode';
 import { stringify } from 'yaml';
 import { ErrorType } from '../src/errors';
@@ -117,7 +118,7 @@ describe('3 tasks of agentic samples (2 × 40 on OpenAI, 10 on Anthropic), each 
 
   test('each sandboxed sample ran as an activity of its own, not inline', async () => {
     const client = new Client({
-      connection: await Connection.connect({ address: process.env.TEMPORAL_ADDRESS! }),
+      connection: await openConnection({ address: process.env.TEMPORAL_ADDRESS! }),
     });
     try {
       const runs = await runsOfEvalSet(client, name, ['sampleWorkflow']);

@@ -10,7 +10,8 @@ import { spawn, type ChildProcess } from 'node:child_process';
 import { promises as fs } from 'node:fs';
 import * as path from 'node:path';
 import { createInterface } from 'node:readline';
-import { Client, Connection } from '@temporalio/client';
+import { Client } from '@temporalio/client';
+import { openConnection } from '../src/temporal/open-connection';
 import { startSimProvider, type SimProvider } from '../src/sim/provider';
 import type { TendRecord } from '../src/workflows/tend-record';
 import { evalSetWorkflowId, statusQuery, taskWorkflowId } from '../src/workflows/types';
@@ -47,7 +48,7 @@ const children: ChildProcess[] = [];
 
 beforeAll(async () => {
   client = new Client({
-    connection: await Connection.connect({ address: process.env.TEMPORAL_ADDRESS! }),
+    connection: await openConnection({ address: process.env.TEMPORAL_ADDRESS! }),
     namespace: process.env.TEMPORAL_NAMESPACE,
   });
   // Six calls at once for two tasks that climb to eight each: the provider pushes back.

@@ -14,7 +14,8 @@
  */
 import { promises as fs } from 'node:fs';
 import * as path from 'node:path';
-import { Client, Connection } from '@temporalio/client';
+import { Client } from '@temporalio/client';
+import { openConnection } from '../src/temporal/open-connection';
 import { parse, stringify } from 'yaml';
 import { loadDefinitionFiles, writeSnapshot } from '../src/loader/snapshot';
 import type { EvalSetInput, EvalSetResult } from '../src/workflows/types';
@@ -40,7 +41,7 @@ describe('two fleets against one Temporal server', () => {
 
   beforeAll(async () => {
     client = new Client({
-      connection: await Connection.connect({ address: process.env.TEMPORAL_ADDRESS! }),
+      connection: await openConnection({ address: process.env.TEMPORAL_ADDRESS! }),
       namespace: process.env.TEMPORAL_NAMESPACE,
     });
     root = await tempDir('steward-two-fleets-');

@@ -5,7 +5,8 @@
  * one first handed it every buffered signal, and a task's `taskDone` was recorded as refused.
  */
 import * as path from 'node:path';
-import { Client, Connection } from '@temporalio/client';
+import { Client } from '@temporalio/client';
+import { openConnection } from '../src/temporal/open-connection';
 import { loadDefinitionFiles, writeSnapshot } from '../src/loader/snapshot';
 import {
   evalSetWorkflowId,
@@ -25,7 +26,7 @@ describe('a signal buffered before the first workflow task', () => {
 
   beforeAll(async () => {
     client = new Client({
-      connection: await Connection.connect({ address: process.env.TEMPORAL_ADDRESS! }),
+      connection: await openConnection({ address: process.env.TEMPORAL_ADDRESS! }),
       namespace: process.env.TEMPORAL_NAMESPACE,
     });
     // `steward workers` serves every running eval set, this one included.

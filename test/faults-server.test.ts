@@ -15,7 +15,8 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import type Docker from 'dockerode';
 import { stringify } from 'yaml';
 import type { Client } from '@temporalio/client';
-import { Connection, Client as TemporalClient } from '@temporalio/client';
+import { Client as TemporalClient } from '@temporalio/client';
+import { openConnection } from '../src/temporal/open-connection';
 import { ErrorType } from '../src/errors';
 import type { SampleErrorRecord } from '../src/logs/store';
 import { BUSYBOX_IMAGE, ensureBusyboxImage } from '../src/sandbox/image';
@@ -255,7 +256,7 @@ describe('launching again', () => {
 
   beforeAll(async () => {
     client = new TemporalClient({
-      connection: await Connection.connect({ address: process.env.TEMPORAL_ADDRESS! }),
+      connection: await openConnection({ address: process.env.TEMPORAL_ADDRESS! }),
       namespace: process.env.TEMPORAL_NAMESPACE,
     });
   });

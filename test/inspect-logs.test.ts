@@ -11,7 +11,8 @@
  */
 import { existsSync, promises as fs } from 'node:fs';
 import * as path from 'node:path';
-import { Client, Connection } from '@temporalio/client';
+import { Client } from '@temporalio/client';
+import { openConnection } from '../src/temporal/open-connection';
 import { parse, stringify } from 'yaml';
 import type { SampleErrorRecord, TaskSummary } from '../src/logs/store';
 import { ensureBusyboxImage } from '../src/sandbox/image';
@@ -468,7 +469,7 @@ describeIfReady('Inspect AI reads and shows what the examples wrote', () => {
 
   test("ramp-demo's task asked for rewrites as it ran, guarded by its patch, and its history replays", async () => {
     const client = new Client({
-      connection: await Connection.connect({ address: process.env.TEMPORAL_ADDRESS }),
+      connection: await openConnection({ address: process.env.TEMPORAL_ADDRESS }),
       namespace: process.env.TEMPORAL_NAMESPACE,
     });
     try {

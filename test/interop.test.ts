@@ -4,7 +4,8 @@
  */
 import { promises as fs } from 'node:fs';
 import * as path from 'node:path';
-import { Client, Connection } from '@temporalio/client';
+import { Client } from '@temporalio/client';
+import { openConnection } from '../src/temporal/open-connection';
 import { findTemporalBinary } from '../src/temporal/binary';
 import { stopDevServer } from '../src/temporal/devserver';
 import type { EvalSetResult } from '../src/workflows/types';
@@ -19,7 +20,7 @@ describe('temporal workflow start, served by steward workers', () => {
   beforeAll(async () => {
     workers = spawnFleet();
     client = new Client({
-      connection: await Connection.connect({ address: process.env.TEMPORAL_ADDRESS! }),
+      connection: await openConnection({ address: process.env.TEMPORAL_ADDRESS! }),
       namespace: process.env.TEMPORAL_NAMESPACE,
     });
   });

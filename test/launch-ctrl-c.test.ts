@@ -11,7 +11,8 @@ import { spawn } from 'node:child_process';
 import { promises as fs } from 'node:fs';
 import * as path from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { Client, Connection } from '@temporalio/client';
+import { Client } from '@temporalio/client';
+import { openConnection } from '../src/temporal/open-connection';
 import type Docker from 'dockerode';
 import { stringify } from 'yaml';
 import { reapSandboxes } from '../src/sandbox/cleanup';
@@ -32,7 +33,7 @@ let env: NodeJS.ProcessEnv;
 
 beforeAll(async () => {
   client = new Client({
-    connection: await Connection.connect({ address: process.env.TEMPORAL_ADDRESS }),
+    connection: await openConnection({ address: process.env.TEMPORAL_ADDRESS }),
     namespace: process.env.TEMPORAL_NAMESPACE,
   });
   docker = await requireDocker();

@@ -78,3 +78,14 @@ describe.each([
     expect(restricted.map((m) => /'([^']+)' import/.exec(m.message)?.[1])).toEqual(refused);
   });
 });
+
+test('a Temporal connection opened without openConnection is reported (it can crash on close)', async () => {
+  const code =
+    "import { Connection } from '@temporalio/client';\n" +
+    "export const a = Connection.connect({ address: 'x' });\n" +
+    "export const b = Connection.lazy({ address: 'x' });\n";
+  const messages = await lintAs('src/cli/main.ts', code);
+  expect(messages.filter((m) => m.ruleId === 'no-restricted-syntax').map((m) => m.line)).toEqual([
+    2, 3,
+  ]);
+});

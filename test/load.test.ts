@@ -7,7 +7,8 @@
  * same outside Jest.)
  */
 import * as path from 'node:path';
-import { Client, Connection } from '@temporalio/client';
+import { Client } from '@temporalio/client';
+import { openConnection } from '../src/temporal/open-connection';
 import { throwawayDevConfig } from '../src/temporal/config';
 import { ensureDevServer, stopDevServer } from '../src/temporal/devserver';
 import { freePort } from './setup/global-setup';
@@ -41,7 +42,7 @@ describe(`${SHAPE.tasks} tasks × ${SHAPE.samplesPerTask} samples at max_samples
     const serverPid = devServerPid(port);
     if (serverPid === undefined)
       throw new Error(`no Temporal dev server process serves ${address}`);
-    client = new Client({ connection: await Connection.connect({ address }), namespace });
+    client = new Client({ connection: await openConnection({ address }), namespace });
     run = await runLoad({
       shape: SHAPE,
       dir,

@@ -6,7 +6,8 @@
  */
 import { spawn, type ChildProcess } from 'node:child_process';
 import * as path from 'node:path';
-import { Client, Connection } from '@temporalio/client';
+import { Client } from '@temporalio/client';
+import { openConnection } from '../src/temporal/open-connection';
 import { evalSetWorkflowId, STEWARD_TASK_QUEUE } from '../src/workflows/types';
 import { REPO_ROOT, runCli, tempDir, uniqueName, writeEvalSet } from './helpers/cli';
 import { processTree, runningOf, waitFor, within, type ProcessInfo } from './helpers/processes';
@@ -17,7 +18,7 @@ const GONE_WITHIN_MS = 30_000;
 let client: Client;
 
 beforeAll(async () => {
-  const connection = await Connection.connect({ address: process.env.TEMPORAL_ADDRESS });
+  const connection = await openConnection({ address: process.env.TEMPORAL_ADDRESS });
   client = new Client({ connection, namespace: process.env.TEMPORAL_NAMESPACE });
 });
 

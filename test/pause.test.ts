@@ -8,6 +8,7 @@
 import * as path from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { Client, Connection } from '@temporalio/client';
+import { openConnection } from '../src/temporal/open-connection';
 import { findTemporalBinary } from '../src/temporal/binary';
 import {
   evalSetWorkflowId,
@@ -42,7 +43,7 @@ let client: Client;
 let temporalBin: string;
 
 beforeAll(async () => {
-  connection = await Connection.connect({ address: process.env.TEMPORAL_ADDRESS! });
+  connection = await openConnection({ address: process.env.TEMPORAL_ADDRESS! });
   client = new Client({ connection, namespace: process.env.TEMPORAL_NAMESPACE });
   temporalBin = await findTemporalBinary();
 });

@@ -5,7 +5,8 @@
  */
 import { promises as fs } from 'node:fs';
 import * as path from 'node:path';
-import { Client, Connection } from '@temporalio/client';
+import { Client } from '@temporalio/client';
+import { openConnection } from '../src/temporal/open-connection';
 import { createControlActivities } from '../src/activities/control';
 import { thisWorker } from '../src/activities/deps';
 import { loadDefinition } from '../src/loader/definition';
@@ -95,7 +96,7 @@ describe('end to end: a fleet started elsewhere serves an eval set launched here
   let client: Client;
 
   beforeAll(async () => {
-    const connection = await Connection.connect({ address: process.env.TEMPORAL_ADDRESS });
+    const connection = await openConnection({ address: process.env.TEMPORAL_ADDRESS });
     client = new Client({ connection, namespace: process.env.TEMPORAL_NAMESPACE });
   });
 

@@ -7,7 +7,8 @@
 import { execFile } from 'node:child_process';
 import * as path from 'node:path';
 import { promisify } from 'node:util';
-import { Client, Connection } from '@temporalio/client';
+import { Client } from '@temporalio/client';
+import { openConnection } from '../src/temporal/open-connection';
 import { evalSetWorkflowId } from '../src/workflows/types';
 import { STEWARD_BIN, tempDir, uniqueName, writeEvalSet } from './helpers/cli';
 import { PROGRESS_FIELD, progressFields } from './helpers/progress-fields';
@@ -19,7 +20,7 @@ const TASKS = ['arithmetic', 'capitals'];
 let client: Client;
 
 beforeAll(async () => {
-  const connection = await Connection.connect({ address: process.env.TEMPORAL_ADDRESS });
+  const connection = await openConnection({ address: process.env.TEMPORAL_ADDRESS });
   client = new Client({ connection, namespace: process.env.TEMPORAL_NAMESPACE });
 });
 

@@ -7,7 +7,8 @@
  */
 import { randomUUID } from 'node:crypto';
 import * as os from 'node:os';
-import { Client, Connection } from '@temporalio/client';
+import { Client } from '@temporalio/client';
+import { openConnection } from '../src/temporal/open-connection';
 import { defaultPayloadConverter } from '@temporalio/common';
 import {
   rampHoldCommand,
@@ -105,7 +106,7 @@ describe('ramp signals to a live eval set', () => {
 
   beforeAll(async () => {
     client = new Client({
-      connection: await Connection.connect({ address: process.env.TEMPORAL_ADDRESS! }),
+      connection: await openConnection({ address: process.env.TEMPORAL_ADDRESS! }),
       namespace: process.env.TEMPORAL_NAMESPACE,
     });
   });

@@ -6,7 +6,8 @@
 import { spawn } from 'node:child_process';
 import { promises as fs } from 'node:fs';
 import * as path from 'node:path';
-import { Client, Connection } from '@temporalio/client';
+import { Client } from '@temporalio/client';
+import { openConnection } from '../src/temporal/open-connection';
 import { startSimProvider, type SimProvider } from '../src/sim/provider';
 import { findTemporalBinary } from '../src/temporal/binary';
 import { statusQuery, type EvalSetStatus, type RampHistoryEntry } from '../src/workflows/types';
@@ -31,7 +32,7 @@ describe('the ramp', () => {
 
   beforeAll(async () => {
     client = new Client({
-      connection: await Connection.connect({ address: process.env.TEMPORAL_ADDRESS! }),
+      connection: await openConnection({ address: process.env.TEMPORAL_ADDRESS! }),
       namespace: process.env.TEMPORAL_NAMESPACE,
     });
     temporal = await findTemporalBinary();

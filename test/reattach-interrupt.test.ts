@@ -6,7 +6,8 @@
 import { spawn } from 'node:child_process';
 import { existsSync } from 'node:fs';
 import * as path from 'node:path';
-import { Client, Connection } from '@temporalio/client';
+import { Client } from '@temporalio/client';
+import { openConnection } from '../src/temporal/open-connection';
 import { evalSetWorkflowId } from '../src/workflows/types';
 import { STEWARD_BIN, REPO_ROOT, runCli, tempDir, uniqueName, writeEvalSet } from './helpers/cli';
 import { detachedFleet, killTree } from './helpers/detached';
@@ -15,7 +16,7 @@ import { processTree, runningOf, waitFor, within } from './helpers/processes';
 let client: Client;
 
 beforeAll(async () => {
-  const connection = await Connection.connect({ address: process.env.TEMPORAL_ADDRESS });
+  const connection = await openConnection({ address: process.env.TEMPORAL_ADDRESS });
   client = new Client({ connection, namespace: process.env.TEMPORAL_NAMESPACE });
 });
 

@@ -7,7 +7,8 @@
 import { spawnSync } from 'node:child_process';
 import { promises as fs, readdirSync } from 'node:fs';
 import * as path from 'node:path';
-import { Client, Connection } from '@temporalio/client';
+import { Client } from '@temporalio/client';
+import { openConnection } from '../src/temporal/open-connection';
 import { stringify } from 'yaml';
 import type { TaskMetrics } from '../src/eval/metrics';
 import { evalSetWorkflowId, taskWorkflowId } from '../src/workflows/types';
@@ -84,7 +85,7 @@ describe('reducers and metrics named in a definition', () => {
     ]);
 
     const client = new Client({
-      connection: await Connection.connect({ address: process.env.TEMPORAL_ADDRESS }),
+      connection: await openConnection({ address: process.env.TEMPORAL_ADDRESS }),
       namespace: process.env.TEMPORAL_NAMESPACE,
     });
     try {

@@ -7,7 +7,8 @@
 import { createHash } from 'node:crypto';
 import { promises as fs } from 'node:fs';
 import * as path from 'node:path';
-import { Client, Connection } from '@temporalio/client';
+import { Client } from '@temporalio/client';
+import { openConnection } from '../src/temporal/open-connection';
 import { parse, stringify } from 'yaml';
 import { SNAPSHOTS_DIR } from '../src/loader/snapshot';
 import { evalSetWorkflowId } from '../src/workflows/types';
@@ -41,7 +42,7 @@ describe('launching again into a log dir whose task has changed', () => {
 
   beforeAll(async () => {
     client = new Client({
-      connection: await Connection.connect({ address: process.env.TEMPORAL_ADDRESS! }),
+      connection: await openConnection({ address: process.env.TEMPORAL_ADDRESS! }),
       namespace: process.env.TEMPORAL_NAMESPACE,
     });
     dir = await tempDir('steward-identity-');

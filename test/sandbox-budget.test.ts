@@ -7,7 +7,8 @@ import { spawn } from 'node:child_process';
 import { promises as fs } from 'node:fs';
 import * as path from 'node:path';
 import Dockerode from 'dockerode';
-import { Client, Connection } from '@temporalio/client';
+import { Client } from '@temporalio/client';
+import { openConnection } from '../src/temporal/open-connection';
 import { startSimProvider, type SimProvider } from '../src/sim/provider';
 import { ensureBusyboxImage } from '../src/sandbox/image';
 import { statusQuery } from '../src/workflows/types';
@@ -28,7 +29,7 @@ describe('max_sandboxes 60 over 3 sandboxed tasks', () => {
     await ensureBusyboxImage(docker);
     provider = await startSimProvider({ latencyMs: 3_000, jitterMs: 200 });
     client = new Client({
-      connection: await Connection.connect({ address: process.env.TEMPORAL_ADDRESS! }),
+      connection: await openConnection({ address: process.env.TEMPORAL_ADDRESS! }),
       namespace: process.env.TEMPORAL_NAMESPACE,
     });
   });

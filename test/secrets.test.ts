@@ -17,7 +17,8 @@ import { randomUUID } from 'node:crypto';
 import { promises as fs } from 'node:fs';
 import * as path from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { Client, Connection } from '@temporalio/client';
+import { Client } from '@temporalio/client';
+import { openConnection } from '../src/temporal/open-connection';
 import { temporal } from '@temporalio/proto';
 import type Docker from 'dockerode';
 import { stringify } from 'yaml';
@@ -177,7 +178,7 @@ describe('an eval set run with an API key in the environment', () => {
       }),
       { stewardDir },
     );
-    client = new Client({ connection: await Connection.connect({ address }), namespace });
+    client = new Client({ connection: await openConnection({ address }), namespace });
     sim = await startSimProvider({ apiKey: SECRET, latencyMs: 300, script: refusing });
 
     const dir = await tempDir();

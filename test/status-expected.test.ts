@@ -4,7 +4,8 @@
  * timed out, a name that does not exist, a namespace that does not, a Temporal that cannot be
  * reached.
  */
-import { Client, Connection } from '@temporalio/client';
+import { Client } from '@temporalio/client';
+import { openConnection } from '../src/temporal/open-connection';
 import { STEWARD_TASK_QUEUE, evalSetWorkflowId } from '../src/workflows/types';
 import { runCli, uniqueName } from './helpers/cli';
 
@@ -13,7 +14,7 @@ describe('steward status in expected situations', () => {
 
   beforeAll(async () => {
     client = new Client({
-      connection: await Connection.connect({ address: process.env.TEMPORAL_ADDRESS }),
+      connection: await openConnection({ address: process.env.TEMPORAL_ADDRESS }),
       namespace: process.env.TEMPORAL_NAMESPACE,
     });
   });

@@ -5,7 +5,8 @@
  */
 import * as path from 'node:path';
 import { promises as fs } from 'node:fs';
-import { Client, Connection } from '@temporalio/client';
+import { Client } from '@temporalio/client';
+import { openConnection } from '../src/temporal/open-connection';
 import { evalSetWorkflowId } from '../src/workflows/types';
 import { STATUS_MEMO_KEY } from '../src/workflows/status-memo';
 import { runCli, tempDir, uniqueName, writeEvalSet } from './helpers/cli';
@@ -27,7 +28,7 @@ describe('steward status of an eval set whose workers were stopped', () => {
 
   beforeAll(async () => {
     client = new Client({
-      connection: await Connection.connect({ address: process.env.TEMPORAL_ADDRESS }),
+      connection: await openConnection({ address: process.env.TEMPORAL_ADDRESS }),
       namespace: process.env.TEMPORAL_NAMESPACE,
     });
     const dir = await tempDir();

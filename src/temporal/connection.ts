@@ -2,7 +2,8 @@
  * Which Temporal Steward talks to: the cluster `TEMPORAL_ADDRESS` names (self-hosted or cloud;
  * how a fleet spans machines), else the embedded dev server, started on demand and reused.
  */
-import { Client, Connection } from '@temporalio/client';
+import { Client } from '@temporalio/client';
+import { openConnection } from './open-connection';
 import { ExitCode, StewardError } from '../errors';
 import { stewardHome } from '../util/home';
 import { loadTemporalDevConfig } from './config';
@@ -61,7 +62,7 @@ export async function resolveTemporal(
 
 /** A client for the target. The caller closes it: `await client.connection.close()`. */
 export async function connectClient(target: TemporalTarget): Promise<Client> {
-  const connection = await Connection.connect({
+  const connection = await openConnection({
     address: target.address,
     apiKey: target.apiKey,
     tls: target.tls,

@@ -12,6 +12,7 @@ import net from 'node:net';
 import path from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { Connection, isGrpcServiceError } from '@temporalio/client';
+import { openConnection } from './open-connection';
 import { ExitCode, StewardError } from '../errors';
 import { findTemporalBinary } from './binary';
 import type { SearchAttributeKind, TemporalDevConfig } from './config';
@@ -212,7 +213,7 @@ async function probe(config: TemporalDevConfig): Promise<ServerState> {
   if (!(await portOpen(dialHost(config), config.port))) return 'unavailable';
   let connection: Connection;
   try {
-    connection = await Connection.connect({
+    connection = await openConnection({
       address: devServerAddress(config),
       connectTimeout: probeTimeoutMs,
     });
@@ -254,7 +255,7 @@ function portOpen(host: string, port: number): Promise<boolean> {
 async function registerSearchAttributes(config: TemporalDevConfig): Promise<void> {
   const address = devServerAddress(config);
   // Not a probe: the server answered a moment ago, and a busy one may take a while.
-  const connection = await Connection.connect({ address, connectTimeout: 10_000 });
+  const connection = await openConnection({ address, connectTimeout: 10_000 });
   try {
     const { namespace } = config;
     const { customAttributes } = await connection.operatorService.listSearchAttributes({

@@ -2,7 +2,8 @@
  * A worker process: serves one or more task queues (its tasks' `evalTask` workflows, their sample
  * workflows and sample activities). Started and restarted by the supervisor's fleet.
  */
-import { Client, Connection } from '@temporalio/client';
+import { Client } from '@temporalio/client';
+import { openConnection } from '../temporal/open-connection';
 import { NativeConnection, Worker } from '@temporalio/worker';
 import { createActivities } from '../activities';
 import type { ConnectionsSetting } from '../config/settings';
@@ -59,7 +60,7 @@ export async function runTaskWorker(config: WorkerProcessConfig): Promise<void> 
   const connection = await NativeConnection.connect(target);
   // Admission starts sample workflows, and samples report, through a client of its own.
   const client = new Client({
-    connection: await Connection.connect(target),
+    connection: await openConnection(target),
     namespace: config.namespace,
   });
   const user = config.reporting

@@ -5,7 +5,8 @@
  */
 import { readFile } from 'node:fs/promises';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { Client, Connection } from '@temporalio/client';
+import { Client } from '@temporalio/client';
+import { openConnection } from '../../src/temporal/open-connection';
 import {
   startSimProvider,
   type SimProvider,
@@ -48,7 +49,7 @@ export async function startOwnDevServer(
 ): Promise<OwnDevServer> {
   const config: TemporalDevConfig = throwawayDevConfig(stewardDir, await freePort(), dynamicConfig);
   const { address, namespace } = await ensureDevServer(config, { stewardDir });
-  const client = new Client({ connection: await Connection.connect({ address }), namespace });
+  const client = new Client({ connection: await openConnection({ address }), namespace });
   const pid = async (): Promise<number> =>
     Number(await readFile(devServerFiles(stewardDir).pid, 'utf8'));
   return {

@@ -2,7 +2,8 @@
  * A workflow nobody serves, on the test server: started on a queue no worker polls, so it stays
  * running, and its queries and awaited end never come.
  */
-import { Client, Connection } from '@temporalio/client';
+import { Client } from '@temporalio/client';
+import { openConnection } from '../../src/temporal/open-connection';
 import { uniqueName } from './cli';
 
 export interface Unserved {
@@ -13,7 +14,7 @@ export interface Unserved {
 }
 
 export async function startUnserved(workflowType: string): Promise<Unserved> {
-  const connection = await Connection.connect({ address: process.env.TEMPORAL_ADDRESS });
+  const connection = await openConnection({ address: process.env.TEMPORAL_ADDRESS });
   const client = new Client({ connection, namespace: process.env.TEMPORAL_NAMESPACE });
   const handle = await client.workflow.start(workflowType, {
     taskQueue: uniqueName('nobody'),
