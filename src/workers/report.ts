@@ -43,11 +43,13 @@ export async function reportAccounts(options: ReportOptions): Promise<void> {
   if (await followAndReport(handle, options)) await sayGoodbye(handle, options);
 }
 
-/** The loop of {@link reportAccounts}, until `signal` aborts; whether it ever reported. */
-async function followAndReport(
-  handle: ReturnType<Client['workflow']['getHandle']>,
-  options: ReportOptions,
-): Promise<boolean> {
+type Handle = ReturnType<Client['workflow']['getHandle']>;
+
+/**
+ * The loop of {@link reportAccounts}, until `signal` aborts or the eval set is over; whether a
+ * goodbye is owed (it reported, and the eval set may still be running).
+ */
+async function followAndReport(handle: Handle, options: ReportOptions): Promise<boolean> {
   const pollMs = Math.min(POLL_MAX_MS, Math.max(POLL_MIN_MS, options.intervalMs / 5));
   const leadMs = Math.min(REPORT_LEAD_MS, options.intervalMs / 4);
   let reportedFor: number | null = null;
@@ -56,6 +58,7 @@ async function followAndReport(
   // its share of it from the eval set within a poll, not at the next tend.
   let introduced = false;
   let failing = false;
+  let reportFailing = false;
   while (!options.signal.aborted) {
     if (!options.host.uses(options.evalSetId)) {
       if (!(await pause(pollMs, options.signal))) return introduced;
@@ -73,6 +76,7 @@ async function followAndReport(
     } catch (err) {
       // Stopping: the eval set is over or its fleet is going, and nobody needs its control.
       if (options.signal.aborted) return introduced;
+      if (await isOver(handle, options)) return false;
       // The accounts keep the last ceiling. One line per outage, not one a second.
       if (!failing) {
         console.error(
@@ -94,7 +98,13 @@ async function followAndReport(
       continue;
     }
     if (!(await pause(Math.max(0, untilReport), options.signal))) return introduced;
-    await report(handle, options);
+    const outcome = await report(handle, options);
+    if (outcome === 'over') return false;
+    // A missed report costs one window's information, never a sample. One line per outage.
+    if (outcome instanceof Error && !reportFailing) {
+      console.error(`steward worker: report to ${options.evalSetId} failed: ${outcome.message}`);
+    }
+    reportFailing = outcome instanceof Error;
     // The introduction is off the schedule: the report for the coming tend still goes.
     if (introduced) reportedFor = nextTend;
     introduced = true;
@@ -107,10 +117,7 @@ async function followAndReport(
  * The host's last word to an eval set it reported to: its fleet is stopping, so its share of each
  * account goes to the other hosts now. Best effort: the eval set may be over already.
  */
-async function sayGoodbye(
-  handle: ReturnType<Client['workflow']['getHandle']>,
-  options: ReportOptions,
-): Promise<void> {
+async function sayGoodbye(handle: Handle, options: ReportOptions): Promise<void> {
   await Promise.all(
     options.host
       .drain(options.evalSetId)
@@ -122,20 +129,34 @@ async function sayGoodbye(
   ).catch(() => undefined);
 }
 
-/** What each account saw since the last report, to the eval set. */
-async function report(
-  handle: ReturnType<Client['workflow']['getHandle']>,
-  options: ReportOptions,
-): Promise<void> {
+/**
+ * What each account saw since the last report, to the eval set: sent, why not, or over when the
+ * eval set has ended (between its fleet's last poll and this report: nothing to tell it, or to say).
+ */
+async function report(handle: Handle, options: ReportOptions): Promise<'sent' | 'over' | Error> {
   try {
     for (const window of options.host.drain(options.evalSetId)) {
       await handle.signal(workerReportSignal, window);
     }
+    return 'sent';
   } catch (err) {
-    // A missed report costs one window's information, never a sample.
-    console.error(
-      `steward worker: report to ${options.evalSetId} failed: ${(err as Error).message}`,
+    return (await isOver(handle, options)) ? 'over' : (err as Error);
+  }
+}
+
+/**
+ * Whether the eval set has ended (completed, failed, cancelled, terminated): its last run is
+ * closed, so no control will come and no report is wanted. Not known (Temporal unreachable) is
+ * not over: an outage is reported as one.
+ */
+async function isOver(handle: Handle, options: ReportOptions): Promise<boolean> {
+  try {
+    const { status } = await bounded(options.client.connection, QUERY_TIMEOUT_MS, () =>
+      handle.describe(),
     );
+    return status.name !== 'RUNNING';
+  } catch {
+    return false;
   }
 }
 

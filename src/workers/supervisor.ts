@@ -94,15 +94,21 @@ export async function runSupervisor(options: SupervisorOptions): Promise<void> {
       if (status) wanted.set(ids[i], wantedSlots(ids[i], status));
       const intervalMs = status?.settings?.tendIntervalMs;
       if (intervalMs !== undefined && !reporters.has(ids[i])) {
+        const id = ids[i];
         const stop = new AbortController();
         const done = reportAccounts({
           client: options.client,
           host,
-          evalSetId: ids[i],
+          evalSetId: id,
           intervalMs,
           signal: stop.signal,
+        }).then(() => {
+          // Over by itself (the eval set ended): a run started again under its id gets a new one.
+          if (reporters.get(id)?.stop !== stop) return;
+          reporters.delete(id);
+          host.forget(id);
         });
-        reporters.set(ids[i], { stop, done });
+        reporters.set(id, { stop, done });
       }
     }
     for (const id of reporters.keys()) if (!ids.includes(id)) await stopReporter(id);
