@@ -82,17 +82,7 @@ test('the eval set ends between a poll and the report: no error, no goodbye, the
     },
     describe: async () => ({ status: { name: status } }),
   };
-  const client = {
-    workflow: { getHandle: () => handle },
-    connection: { withDeadline: (_: number, fn: () => Promise<unknown>) => fn() },
-  } as unknown as Client;
-  reporting = reportAccounts({
-    client,
-    host: await hostUsedBy(evalSetId),
-    evalSetId,
-    intervalMs: 1_000,
-    signal: stop.signal,
-  });
+  reporting = reportWithFake(evalSetId, handle);
   await expect(within(reporting, 5_000)).resolves.toBe('ended');
   expect(signalled).toEqual([workerReportSignal]);
   expect(errors).not.toHaveBeenCalled();
@@ -109,17 +99,7 @@ test('reports that fail while the eval set runs are one line, and the reporter g
     },
     describe: async () => ({ status: { name: 'RUNNING' } }),
   };
-  const client = {
-    workflow: { getHandle: () => handle },
-    connection: { withDeadline: (_: number, fn: () => Promise<unknown>) => fn() },
-  } as unknown as Client;
-  reporting = reportAccounts({
-    client,
-    host: await hostUsedBy(evalSetId),
-    evalSetId,
-    intervalMs: 1_000,
-    signal: stop.signal,
-  });
+  reporting = reportWithFake(evalSetId, handle);
   // The introduction at once, then one report a second (no tend time to aim at): all fail.
   await expect(within(reporting, 2_500)).resolves.toBe('running');
   const tried = signals;
@@ -132,6 +112,24 @@ test('reports that fail while the eval set runs are one line, and the reporter g
   // The goodbye was tried too: the eval set may still want the host's share back.
   expect(signals).toBe(tried + 1);
 });
+
+/**
+ * The reporter, a second apart, for `evalSetId` on a host that has a window to report, talking
+ * to `handle` through a client that is nothing else.
+ */
+async function reportWithFake(evalSetId: string, handle: object): Promise<void> {
+  const client = {
+    workflow: { getHandle: () => handle },
+    connection: { withDeadline: (_: number, fn: () => Promise<unknown>) => fn() },
+  } as unknown as Client;
+  return reportAccounts({
+    client,
+    host: await hostUsedBy(evalSetId),
+    evalSetId,
+    intervalMs: 1_000,
+    signal: stop.signal,
+  });
+}
 
 async function within(promise: Promise<void>, ms: number): Promise<'ended' | 'running'> {
   let timer: NodeJS.Timeout | undefined;
