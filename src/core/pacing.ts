@@ -120,7 +120,11 @@ export interface PacerOptions {
   now: () => number;
   /**
    * Pacing starts when a limit's remaining, after this call, would fall below this share of the
-   * limit: above it, calls go at once (the controller alone bounds them). @default 0.1
+   * limit: above it, calls go at once (the controller alone bounds them). Once pacing, calls go
+   * at the refill rate, so this share is never spent: on a run bound by the limit it is what is
+   * left unused at the end (a tenth of a per-minute limit is 6 s of its refill). It only needs
+   * to cover what the pacer cannot count: another client of the account, and tokens estimated
+   * low. @default 0.02
    */
   lowShare?: number;
 }
@@ -131,7 +135,7 @@ export class Pacer {
   private lastSpacing: { bucket: BucketName; ms: number; at: number } | null = null;
 
   constructor(private readonly options: PacerOptions) {
-    this.lowShare = options.lowShare ?? 0.1;
+    this.lowShare = options.lowShare ?? 0.02;
   }
 
   /**
