@@ -11,7 +11,13 @@ import { NativeConnection, Worker } from '@temporalio/worker';
 import { createActivities } from '../activities';
 import { runningEvalSets } from '../client/status';
 import { bounded } from '../temporal/bounded';
-import { STEWARD_TASK_QUEUE, statusQuery, type EvalSetStatus } from '../workflows/types';
+import type { ResolvedSettings } from '../config/settings';
+import {
+  STEWARD_TASK_QUEUE,
+  statusQuery,
+  taskQueueFor,
+  type EvalSetStatus,
+} from '../workflows/types';
 import { thisWorker } from '../activities/deps';
 import { AccountHost } from '../models/account-host';
 import { workflowBundlePath, PACKAGE_ROOT } from './bundle';
@@ -31,6 +37,12 @@ export interface SupervisorOptions {
   onFleetEvent?(event: FleetEvent): void;
   /** Called once the lease server listens (tests watch its leases). */
   onAccounts?(accounts: { host: AccountHost; leases: LeaseServer }): void;
+  /**
+   * The worker slots the eval set that was just started will want first ({@link expectedSlots}):
+   * spawned as soon as the control worker is up, so they start while the eval set plans, and
+   * kept until its status first shows a task started.
+   */
+  expected?: WorkerSlot[];
 }
 
 const RECONCILE_MS = 1_000;
@@ -43,14 +55,6 @@ export async function runSupervisor(options: SupervisorOptions): Promise<void> {
   installRuntime();
   const bundlePath = await workflowBundlePath();
   const { address, tls, apiKey } = options.temporal;
-  const connection = await NativeConnection.connect({ address, tls, apiKey });
-  const control = await Worker.create({
-    connection,
-    namespace: options.temporal.namespace,
-    taskQueue: STEWARD_TASK_QUEUE,
-    workflowBundle: { codePath: bundlePath },
-    activities: createActivities(processDeps({ client: options.client })),
-  });
   const host = new AccountHost({ now: Date.now, owner: thisWorker() });
   const leases = await serveLeases(host, leaseSocketPath(path.join(options.stewardDir, 'run')));
   options.onAccounts?.({ host, leases });
@@ -62,9 +66,27 @@ export async function runSupervisor(options: SupervisorOptions): Promise<void> {
     logDir: path.join(options.stewardDir, 'workers'),
     onEvent: options.onFleetEvent,
   });
+  /** Per eval set, the slots expected of it until its status shows a task started. */
+  const expected = new Map<string, WorkerSlot[]>();
+  for (const slot of options.expected ?? []) {
+    const id = slot.reporting?.evalSetId;
+    if (id !== undefined) expected.set(id, [...(expected.get(id) ?? []), slot]);
+  }
+  const connection = await NativeConnection.connect({ address, tls, apiKey });
+  const control = await Worker.create({
+    connection,
+    namespace: options.temporal.namespace,
+    taskQueue: STEWARD_TASK_QUEUE,
+    workflowBundle: { codePath: bundlePath },
+    activities: createActivities(processDeps({ client: options.client })),
+  });
+  // A worker process takes most of a second of CPU to start: the expected ones start while the
+  // eval set plans, not at the first reconcile after its tasks start. After the control worker,
+  // which the eval set's planning waits for, so they do not take the CPU it needs.
+  fleet.reconcile([...expected.values()].flat());
 
   /** The worker slots each served eval set wanted when its status last answered. */
-  const wanted = new Map<string, WorkerSlot[]>();
+  const wanted = new Map<string, WorkerSlot[]>(expected);
   /** Per served eval set, the loop that reports its accounts and takes back its ceilings. */
   const reporters = new Map<string, { stop: AbortController; done: Promise<void> }>();
   const stopReporter = async (id: string): Promise<void> => {
@@ -91,7 +113,13 @@ export async function runSupervisor(options: SupervisorOptions): Promise<void> {
     // A query that failed (a busy or restarting server) says nothing about which workers an eval
     // set wants: stopping them would throw away its running samples. It keeps what it last had.
     for (const [i, status] of statuses.entries()) {
-      if (status) wanted.set(ids[i], wantedSlots(ids[i], status));
+      // Until the eval set has planned and started its first tasks, what was expected stands.
+      const started = status?.tasks.some((t) => t.state !== 'waiting') ?? false;
+      if (status && expected.has(ids[i]) && !started && status.state !== 'done') continue;
+      if (status) {
+        expected.delete(ids[i]);
+        wanted.set(ids[i], wantedSlots(ids[i], status));
+      }
       const intervalMs = status?.settings?.tendIntervalMs;
       if (intervalMs !== undefined && !reporters.has(ids[i])) {
         const id = ids[i];
@@ -144,10 +172,38 @@ export async function runSupervisor(options: SupervisorOptions): Promise<void> {
 export function wantedSlots(evalSetId: string, status: EvalSetStatus): WorkerSlot[] {
   const settings = status.settings;
   if (!settings) return [];
-  return assignSlots(status.tasks, settings.maxWorkers)
-    .filter((slot) => slot.items.some((t) => t.state === 'running'))
+  return slotsServing(evalSetId, status.eval_set, status.tasks, settings, (task) => {
+    return task.state === 'running';
+  });
+}
+
+/**
+ * The worker slots an eval set about to start will want first, from its definition's tasks in
+ * order and the settings it runs with: those serving the tasks it starts at once (`max_tasks`).
+ * The same slots, by id and queues, as {@link wantedSlots} gives once those tasks run.
+ */
+export function expectedSlots(
+  evalSetId: string,
+  evalSetName: string,
+  tasks: { name: string }[],
+  settings: Pick<ResolvedSettings, 'maxTasks' | 'maxWorkers' | 'connections' | 'tendIntervalMs'>,
+): WorkerSlot[] {
+  const queued = tasks.map((t) => ({ name: t.name, taskQueue: taskQueueFor(evalSetName, t.name) }));
+  const first = new Set(queued.slice(0, settings.maxTasks ?? queued.length));
+  return slotsServing(evalSetId, evalSetName, queued, settings, (task) => first.has(task));
+}
+
+function slotsServing<T extends { name: string; taskQueue: string }>(
+  evalSetId: string,
+  evalSetName: string,
+  tasks: T[],
+  settings: Pick<ResolvedSettings, 'maxWorkers' | 'connections' | 'tendIntervalMs'>,
+  serves: (task: T) => boolean,
+): WorkerSlot[] {
+  return assignSlots(tasks, settings.maxWorkers)
+    .filter((slot) => slot.items.some(serves))
     .map((slot) => ({
-      id: `${status.eval_set}-${slot.id}`,
+      id: `${evalSetName}-${slot.id}`,
       taskQueues: slot.items.map((t) => t.taskQueue),
       reporting: {
         evalSetId,

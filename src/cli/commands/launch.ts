@@ -29,7 +29,8 @@ import { evalSetTagging } from '../../temporal/search-attributes';
 import { stewardHome } from '../../util/home';
 import { watchLineage } from '../../util/lineage';
 import { PACKAGE_ROOT } from '../../workers/bundle';
-import { runSupervisor } from '../../workers/supervisor';
+import type { WorkerSlot } from '../../workers/fleet';
+import { expectedSlots, runSupervisor } from '../../workers/supervisor';
 import { detachedLogFile, runningDetachedFleet } from '../../workers/detached';
 import Dockerode from 'dockerode';
 import { reapSandboxes } from '../../sandbox/cleanup';
@@ -192,6 +193,10 @@ export async function launchCommand(file: string, opts: LaunchOptions): Promise<
     rampFromFile,
     evalSet: definition.name,
     reattached,
+    // A run just started: its first workers start with the supervisor, not once it answers.
+    ...(reattached
+      ? {}
+      : { expected: expectedSlots(workflowId, definition.name, definition.tasks, settings) }),
   });
 }
 
@@ -242,7 +247,12 @@ async function watch(
   client: Client,
   handle: WorkflowHandle<typeof evalSet>,
   temporal: TemporalTarget,
-  opts: LaunchOptions & { rampFromFile: boolean; evalSet: string; reattached: boolean },
+  opts: LaunchOptions & {
+    rampFromFile: boolean;
+    evalSet: string;
+    reattached: boolean;
+    expected?: WorkerSlot[];
+  },
 ): Promise<number> {
   const stop = new AbortController();
   // An interruption settles the promise `interruption()` made last; a second one, the next.
@@ -268,6 +278,7 @@ async function watch(
     evalSetIds: [handle.workflowId],
     stewardDir: stewardHome(process.env),
     signal: stop.signal,
+    ...(opts.expected ? { expected: opts.expected } : {}),
   });
   // Lines printed while progress shows go through it, so they do not break its drawing.
   const progress = createProgress();
