@@ -8,11 +8,11 @@
  * `steward launch` of the same definition running). It talks to the Temporal server at
  * TEMPORAL_ADDRESS (default 127.0.0.1:7233, where `steward server` listens).
  */
-import { Client, Connection } from '@temporalio/client';
-import { startEvalSet } from 'steward/client';
+import { Client } from '@temporalio/client';
+import { openConnection, startEvalSet } from 'steward/client';
 
 async function main(definition: string, name: string): Promise<void> {
-  const connection = await Connection.connect({
+  const connection = await openConnection({
     address: process.env.TEMPORAL_ADDRESS ?? '127.0.0.1:7233',
   });
   const client = new Client({ connection, namespace: process.env.TEMPORAL_NAMESPACE });

@@ -83,6 +83,12 @@ export {
   workerReportSignal,
 } from '../workflows/types';
 
+/**
+ * A Temporal connection with the client's own retries, whose retry after `close()` ends the call
+ * instead of crashing the process (`@temporalio/client` 1.24 throws it from a timer).
+ */
+export { openConnection } from '../temporal/open-connection';
+
 /** What a script gives to start an eval set; the same plain JSON the stock CLI takes. */
 export interface StartOptions {
   /** The definition (`evalset.yaml` or a module); made absolute, as the workers must read it. */
