@@ -17,6 +17,7 @@ import {
   statusQuery,
   taskQueueFor,
   type EvalSetStatus,
+  type TaskStatus,
 } from '../workflows/types';
 import { thisWorker } from '../activities/deps';
 import { AccountHost } from '../models/account-host';
@@ -172,9 +173,8 @@ export async function runSupervisor(options: SupervisorOptions): Promise<void> {
 export function wantedSlots(evalSetId: string, status: EvalSetStatus): WorkerSlot[] {
   const settings = status.settings;
   if (!settings) return [];
-  return slotsServing(evalSetId, status.eval_set, status.tasks, settings, (task) => {
-    return task.state === 'running';
-  });
+  const running = (task: TaskStatus): boolean => task.state === 'running';
+  return slotsServing(evalSetId, status.eval_set, status.tasks, settings, running);
 }
 
 /**
