@@ -51,9 +51,15 @@ const RECONCILE_MS = 1_000;
 const STATUS_QUERY_MS = 5_000;
 const WORKER_SCRIPT = path.join(PACKAGE_ROOT, 'dist', 'workers', 'task-worker.js');
 
-/** Runs until `signal` aborts; then stops every worker process it started. */
+/**
+ * Runs until `signal` aborts; then stops every worker process it started. Rejects, once those
+ * are stopped, if its control worker fails or stops without being asked.
+ */
 export async function runSupervisor(options: SupervisorOptions): Promise<void> {
   installRuntime();
+  // The reconcile loop stops with the supervisor's stop, and with its control worker's end.
+  const controlEnded = new AbortController();
+  const running = AbortSignal.any([options.signal, controlEnded.signal]);
   const bundlePath = await workflowBundlePath();
   const { address, tls, apiKey } = options.temporal;
   const host = new AccountHost({ now: Date.now, owner: thisWorker() });
@@ -145,20 +151,34 @@ export async function runSupervisor(options: SupervisorOptions): Promise<void> {
   };
 
   const loop = (async () => {
-    while (!options.signal.aborted) {
+    while (!running.aborted) {
       await reconcile().catch(() => undefined);
-      await delay(RECONCILE_MS, options.signal);
+      await delay(RECONCILE_MS, running);
     }
   })();
 
   try {
-    await control.runUntil(
-      new Promise<void>((resolve) => {
-        if (options.signal.aborted) resolve();
-        options.signal.addEventListener('abort', () => resolve(), { once: true });
-      }),
-    );
+    const failure = await control
+      .runUntil(
+        new Promise<void>((resolve) => {
+          if (options.signal.aborted) resolve();
+          options.signal.addEventListener('abort', () => resolve(), { once: true });
+        }),
+      )
+      .then(
+        () => undefined,
+        (err: unknown) => err as Error,
+      );
+    // Nothing serves the eval sets' workflows now: keeping their workers would hide that.
+    if (!options.signal.aborted) {
+      throw new Error(
+        `the control worker ended, unasked: ${failure?.message ?? 'without an error'}`,
+        { cause: failure },
+      );
+    }
+    if (failure) throw failure;
   } finally {
+    controlEnded.abort();
     // First, so a report or control query cut short by the stop is not taken for an outage.
     for (const reporter of reporters.values()) reporter.stop.abort();
     await loop;

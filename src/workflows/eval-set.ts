@@ -81,6 +81,14 @@ import {
 /** Runs started before the default signal handler came after every other keep the old order. */
 export const UNKNOWN_SIGNALS_LAST_PATCH = 'unknown-signals-last';
 
+/**
+ * A run that decided to hand over starts no further task. Without it, a task end that freed a
+ * slot in the same workflow task as the hand-over's wait for handlers started the next task
+ * there: the start went out with the continue-as-new, the server never started a child for a
+ * closed run, and every later run waited for a task that did not exist.
+ */
+export const HAND_OVER_HOLDS_STARTS_PATCH = 'hand-over-holds-starts';
+
 // Bad input fails these at once (non-retryable); the attempts are for infrastructure (a disk, a
 // restarting server), about ten minutes of it, after which the eval set fails saying why.
 const { planEvalSet, writeEvalSetSummary } = proxyActivities<ControlActivities>({
@@ -124,6 +132,8 @@ export async function evalSet(raw: EvalSetInput): Promise<EvalSetResult> {
   const results = new Map((carry?.results ?? []).map((r) => [r.name, r]));
   let failure: { task: string; message: string; type?: string } | undefined;
   let starting = 0;
+  /** Set once this run hands over: the next run starts what is still queued. */
+  let handingOver = false;
   let nextTendAt: number | null = null;
   // Steering that arrives while planning waits for the tender.
   const early: ((t: Tender) => void)[] = [];
@@ -398,7 +408,11 @@ export async function evalSet(raw: EvalSetInput): Promise<EvalSetResult> {
     const width = Math.min(settings.maxTasks ?? planned.tasks.length, planned.tasks.length);
     const slot = async (first: string | undefined): Promise<void> => {
       if (first !== undefined) await ended(first);
-      for (let task = queue.shift(); task && !failure; task = queue.shift()) await runTask(task);
+      while (!failure && !handingOver) {
+        const task = queue.shift();
+        if (!task) return;
+        await runTask(task);
+      }
     };
     await Promise.all(
       Array.from({ length: Math.max(width, inherited.length) }, (_, i) => slot(inherited[i])),
@@ -477,6 +491,8 @@ export async function evalSet(raw: EvalSetInput): Promise<EvalSetResult> {
       await sendLimits(tended.tend(Date.now()));
       await flushHistory(true);
       if (shouldContinueAsNew() && !finished() && !failure) {
+        // Before the wait: a slot freed while it waits (or as it ends) starts nothing here.
+        if (patched(HAND_OVER_HOLDS_STARTS_PATCH)) handingOver = true;
         await condition(() => allHandlersFinished() && starting === 0);
         const next: EvalSetCarry = {
           plan: planned,

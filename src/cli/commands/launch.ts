@@ -296,7 +296,15 @@ async function watch(
         ),
       onBack: () => progress.log(`Temporal at ${temporal.address} answers again`),
     });
-    const fleetStopped = supervisor.then(() => 'stopped' as const);
+    // Its control worker failed or stopped: what was running goes on once a launch serves it.
+    let fleetFailure: Error | undefined;
+    const fleetStopped = supervisor.then(
+      () => 'stopped' as const,
+      (err: Error) => {
+        fleetFailure = err;
+        return 'stopped' as const;
+      },
+    );
     let outcome = await Promise.race([result, interrupted, fleetStopped]);
     let cancelling = false;
     // Ctrl-C at a terminal asks whether to cancel the eval set; the fleet runs on meanwhile, and
@@ -337,7 +345,8 @@ async function watch(
       progress.stop();
       const home = stewardHome(process.env);
       const detachedPid = opts.reattached ? runningDetachedFleet(home, opts.evalSet) : undefined;
-      process.stderr.write(`\nsteward: the launch stops (${STOP_CAUSE[outcome]})`);
+      const why = fleetFailure ? `: ${fleetFailure.message}` : '';
+      process.stderr.write(`\nsteward: the launch stops (${STOP_CAUSE[outcome]}${why})`);
       process.stderr.write(
         `\n${stoppedMessage({
           evalSet: opts.evalSet,
