@@ -104,6 +104,15 @@ interface Bucket {
  */
 const SENDS_KEPT_MS = 60_000;
 
+/**
+ * How long a call may take to reach the provider after one sent later has: a new connection's
+ * handshake, a busy event loop, the provider's own front door. A reading also counts, as used,
+ * the calls sent this long before the answered one: the provider may not have seen them yet, and
+ * if it had, they are counted twice, which only spaces calls sooner. Its cost is the calls sent
+ * in this time: high in a burst, where it is needed, and the refill's second at a paced rate.
+ */
+const OVERTAKEN_MS = 1_000;
+
 /** The pacing state of an account, for status. */
 export interface PacingState {
   /** True while some limit is low and calls are being spaced. */
@@ -122,10 +131,9 @@ export interface PacerOptions {
    * Pacing starts when a limit's remaining, after this call, would fall below this share of the
    * limit: above it, calls go at once (the controller alone bounds them). Once pacing, calls go
    * at the refill rate, so this share is never spent: a run bound by a per-minute limit ends with
-   * it unused (6 s of its refill at 0.1). It covers what the pacer cannot count: calls sent just
-   * before the answered one that reached the provider after it, another client of the account,
-   * tokens estimated low. 0.02 lost 7 of 136 calls to 429s at 120 requests a minute, 16 at a
-   * time, on a loaded machine (docs/orchestration.md). @default 0.1
+   * it unused (6 s of its refill at 0.1). Calls the provider may not have seen yet are counted
+   * apart ({@link OVERTAKEN_MS}); this covers what the pacer cannot know of: another client of
+   * the account, tokens estimated low. @default 0.02
    */
   lowShare?: number;
 }
@@ -136,7 +144,7 @@ export class Pacer {
   private lastSpacing: { bucket: BucketName; ms: number; at: number } | null = null;
 
   constructor(private readonly options: PacerOptions) {
-    this.lowShare = options.lowShare ?? 0.1;
+    this.lowShare = options.lowShare ?? 0.02;
   }
 
   /**
@@ -154,7 +162,7 @@ export class Pacer {
       if (!read) continue;
       const bucket = this.buckets.get(name);
       const sends = bucket ? forgetOldSends(bucket.sends, now) : [];
-      const used = sends.reduce((n, s) => (s.at > since ? n + s.units : n), 0);
+      const used = sends.reduce((n, s) => (s.at > since - OVERTAKEN_MS ? n + s.units : n), 0);
       if (bucket && bucket.reading.resetAt >= read.resetAt) {
         const left = bucket.reading.remaining - bucket.used;
         if (read.remaining - used >= left) continue;

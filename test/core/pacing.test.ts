@@ -128,18 +128,18 @@ describe('Pacer: spaces an account’s calls over the time to reset once a limit
     expect(p.state()).toMatchObject({ pacing: false, limits: { requests: { left: 20 } } });
   });
 
-  test('a whole limit is spent down to its 10% margin before calls are spaced', () => {
+  test('a whole limit is spent down to its 2% margin before calls are spaced', () => {
     // The margin is never spent once pacing: on a run bound by the limit, it is left unused at
-    // the end. 1,000 a minute, 999 left: 900 go at once, the rest at the refill, 60 ms apart.
+    // the end. 1,000 a minute, 999 left: 980 go at once, the rest at the refill, 60 ms apart.
     const { p } = pacer({ requests: { limit: 1_000, remaining: 999, resetAt: NOW + 60 } });
-    const waits = Array.from({ length: 903 }, () => Math.round(p.reserve(ONE_REQUEST)));
-    expect(waits.filter((w) => w === 0)).toHaveLength(900);
-    expect(waits.slice(900)).toEqual([60, 120, 180]);
+    const waits = Array.from({ length: 983 }, () => Math.round(p.reserve(ONE_REQUEST)));
+    expect(waits.filter((w) => w === 0)).toHaveLength(980);
+    expect(waits.slice(980)).toEqual([60, 120, 180]);
   });
 
   test('low: calls go at the rate the limit refills until its reset', () => {
-    // 6 of 60 left (under the 10% low share) and 54 s until whole: it refills 1 a second.
-    const { p } = pacer({ requests: { limit: 60, remaining: 6, resetAt: NOW + 54_000 } });
+    // 6 of 300 left (the 2% low share) and 294 s until whole: it refills 1 a second.
+    const { p } = pacer({ requests: { limit: 300, remaining: 6, resetAt: NOW + 294_000 } });
     const waits = Array.from({ length: 5 }, () => Math.round(p.reserve(ONE_REQUEST)));
     expect(waits).toEqual([0, 1_000, 2_000, 3_000, 4_000]);
     expect(p.state()).toMatchObject({ pacing: true, binding: 'requests', spacingMs: 1_000 });
@@ -156,10 +156,11 @@ describe('Pacer: spaces an account’s calls over the time to reset once a limit
     const { p } = pacer({ tokens: { limit: 100_000, remaining: 20_000, resetAt: NOW + 40_000 } });
     const cost = estimateCost(4 * 4_000, 1_000);
     expect(cost).toEqual({ requests: 1, tokens: 5_000, inputTokens: 4_000, outputTokens: 1_000 });
-    // 15k and 10k left after these: not low yet.
+    // 15k, 10k and 5k left after these: not low yet.
     expect(p.reserve(cost)).toBe(0);
     expect(p.reserve(cost)).toBe(0);
-    // Under 10% after the third: from it on, 5k tokens every 2.5 s.
+    expect(p.reserve(cost)).toBe(0);
+    // Under 2% after the fourth: from it on, 5k tokens every 2.5 s.
     expect(p.reserve(cost)).toBe(0);
     expect(Math.round(p.reserve(cost))).toBe(2_500);
     expect(Math.round(p.reserve(cost))).toBe(5_000);
@@ -184,7 +185,7 @@ describe('Pacer: spaces an account’s calls over the time to reset once a limit
     // The provider counts a call when it arrives: an answer's `remaining` leaves out the calls
     // sent after it (in flight) and those still waiting out their spacing.
     const { p, advance } = pacer({
-      requests: { limit: 100, remaining: 20, resetAt: NOW + 10_000 },
+      requests: { limit: 500, remaining: 20, resetAt: NOW + 60_000 },
     });
     expect(p.reserve(ONE_REQUEST)).toBe(0); // the call answered below, sent at NOW
     advance(50);
@@ -193,9 +194,35 @@ describe('Pacer: spaces an account’s calls over the time to reset once a limit
     expect(waits.filter((w) => w === 0)).toHaveLength(10);
     advance(50);
     // The first call's answer: the provider had seen only it, so 19 left (and its reset is later).
-    p.observe({ requests: { limit: 100, remaining: 19, resetAt: NOW + 10_100 } }, NOW);
-    expect(p.state().limits.requests?.left).toBe(19 - 14);
+    // The 14 count against it, and so does the answered call: sent within the second before it,
+    // it might not have been seen yet.
+    p.observe({ requests: { limit: 500, remaining: 19, resetAt: NOW + 60_100 } }, NOW);
+    expect(p.state().limits.requests?.left).toBe(19 - 14 - 1);
     // Still low: the next call is spaced after the ones already booked, not sent at once.
     expect(p.reserve(ONE_REQUEST)).toBeGreaterThan(5 * 125 - 100);
+  });
+
+  test('calls sent just before the answered one count too: it may have overtaken them', () => {
+    // A burst of 20; the last one sent is answered first, the provider having seen it and only 5
+    // of the others: 24 left by its reading, 10 in truth once the other 14 arrive.
+    const { p } = pacer({ requests: { limit: 100, remaining: 30, resetAt: NOW + 60_000 } });
+    for (let i = 0; i < 20; i++) expect(p.reserve(ONE_REQUEST)).toBe(0);
+    p.observe({ requests: { limit: 100, remaining: 24, resetAt: NOW + 60_100 } }, NOW);
+    // Counted as used, the 20 leave 4, not 24: the calls after it are spaced, not sent into 429s.
+    expect(p.state().limits.requests?.left).toBe(4);
+    // 3 more go at once (the last of them the first spaced one), then they wait for the refill.
+    const waits = Array.from({ length: 4 }, () => p.reserve(ONE_REQUEST));
+    expect(waits.slice(0, 3)).toEqual([0, 0, 0]);
+    expect(waits[3]).toBeGreaterThan(0);
+  });
+
+  test('calls sent over a second before the answered one are the provider’s count alone', () => {
+    const { p, advance } = pacer({
+      requests: { limit: 100, remaining: 30, resetAt: NOW + 60_000 },
+    });
+    for (let i = 0; i < 20; i++) p.reserve(ONE_REQUEST);
+    advance(1_500);
+    p.observe({ requests: { limit: 100, remaining: 10, resetAt: NOW + 60_100 } });
+    expect(p.state().limits.requests?.left).toBe(10);
   });
 });
