@@ -152,6 +152,35 @@ describe('one controller per provider account per host', () => {
     };
   }
 
+  /**
+   * What the status said of each host (share/in flight/demand), every half second until `done`;
+   * with the provider's seconds that had refusals, it says where a failure came from.
+   */
+  function traceHosts(run: Run, start: number, done: Promise<unknown>): () => string {
+    const lines: string[] = [];
+    let over = false;
+    void done.finally(() => (over = true));
+    void (async () => {
+      while (!over) {
+        const hosts = (await status(run))?.accounts?.[0]?.hosts ?? [];
+        const at = ((Date.now() - start) / 1000).toFixed(1);
+        lines.push(
+          `${at}s ${hosts.map((h) => `${h.host} ${h.share}/${h.in_flight}/${h.demand}`).join(', ')}`,
+        );
+        await new Promise((r) => setTimeout(r, 500));
+      }
+    })();
+    return () => lines.join('\n');
+  }
+
+  function refusals(provider: SimProvider): string {
+    return provider
+      .stats()
+      .series.filter((p) => p.rate_limited > 0)
+      .map((p) => `${p.t}s: ${p.rate_limited} refused, ${p.in_flight} in flight`)
+      .join('; ');
+  }
+
   async function expectEverySampleOnce(run: Run, samples: number): Promise<void> {
     for (const task of run.tasks) {
       const records = await readSampleRecords(run.logDir, task);
@@ -270,6 +299,7 @@ describe('one controller per provider account per host', () => {
       cwd: home,
       env: { ...process.env, SIM_BASE_URL: provider.url, SIM_API_KEY: API_KEY },
     });
+    const trace = traceHosts(run, providerStart, run.exited);
     try {
       // Both hosts report the account, and the tend splits its 40 between them.
       const split = await until(
@@ -297,6 +327,8 @@ describe('one controller per provider account per host', () => {
       expect(await run.exited).toBe(0);
       const { requests, refused, peak } = providerSince(provider, from);
       expect(requests).toBeGreaterThan(60);
+      // Refused: when, and what each tend had split, so a failure in CI says where it came from.
+      if (refused > 0) console.log(`refusals at ${refusals(provider)}\nhosts:\n${trace()}`);
       expect(refused).toBe(0);
       expect(peak).toBeLessThanOrEqual(40);
       console.log(

@@ -329,6 +329,7 @@ const tendedAccountSchema = z.lazy(() =>
     hosts: z.record(z.string(), z.looseObject({})),
     shares: z.record(z.string(), count).optional(),
     reportedBy: z.array(z.string()),
+    silent: z.array(z.string()).optional(),
   }),
 );
 

@@ -295,11 +295,16 @@ export class Tender {
       account.state = decided.state;
       account.lastRateLimitEpisodes = w.rateLimitEpisodes;
       account.lastLimit = w.lowestLimit;
-      // A host silent for the whole window has left: its share goes back to the others.
+      // A host silent for two whole windows in a row has left: its share goes back to the
+      // others. Silent for one, it keeps its share on what it last said.
+      const silent: string[] = [];
       for (const host of Object.keys(account.hosts)) {
-        if (!account.reportedBy.includes(host)) delete account.hosts[host];
+        if (account.reportedBy.includes(host)) continue;
+        if (account.silent?.includes(host)) delete account.hosts[host];
+        else silent.push(host);
       }
-      account.shares = this.split(account, account.reportedBy);
+      account.silent = silent;
+      account.shares = this.split(account, Object.keys(account.hosts));
       account.reportedBy = [];
       account.window = emptyWindow();
       for (const change of decided.changes) {

@@ -108,8 +108,15 @@ export interface TendedAccount {
    * (src/core/shares.ts); absent before the first split.
    */
   shares?: Record<string, number>;
-  /** Hosts that reported in the current window; one silent for a whole window is dropped. */
+  /** Hosts that reported in the current window. */
   reportedBy: string[];
+  /**
+   * Hosts silent for the whole last window: one still silent at the next tend has left, and is
+   * dropped. One missed window is not enough: a report that lands just after its tend (a busy
+   * host, a short window) would hand a live host's share, calls in flight and all, to the others.
+   * Absent from runs that dropped a host after one silent window.
+   */
+  silent?: string[];
 }
 
 /** Everything the ramp carries between tends, as plain JSON (it crosses continue-as-new). */

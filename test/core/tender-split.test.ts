@@ -71,7 +71,7 @@ test('a host that joins is split in when it first reports, and grows into its sh
   expect(t.accountControl()[ACCOUNT].shares).toEqual({ 'm1:1': 50, 'm2:1': 50 });
 });
 
-test('a host silent for a whole window has left: its share goes back to the others', () => {
+test('a host silent for two windows in a row has left: its share goes back to the others', () => {
   const t = tender();
   t.report(report('m1:1', 20));
   t.report(report('m2:1', 20));
@@ -79,8 +79,32 @@ test('a host silent for a whole window has left: its share goes back to the othe
   expect(t.accountControl()[ACCOUNT].shares).toEqual({ 'm1:1': 50, 'm2:1': 50 });
   t.report(report('m1:1', 20));
   t.tend(120_000);
+  expect(t.accountControl()[ACCOUNT].shares).toEqual({ 'm1:1': 50, 'm2:1': 50 });
+  t.report(report('m1:1', 20));
+  t.tend(180_000);
   expect(t.accountControl()[ACCOUNT].shares).toEqual({ 'm1:1': 100 });
   expect(t.accountStatus()[0].hosts).toHaveLength(1);
+});
+
+test('a host whose report missed one tend keeps its share: its calls in flight are not given away', () => {
+  // A report that lands just after its tend (a busy host, a 2 s window) counts for the next
+  // window. Dropping the host then gave its share to the others while its calls still ran:
+  // together they went over the account's ceiling, and the provider answered 429.
+  const t = tender();
+  t.report(report('m1:1', 20));
+  t.report(report('m2:1', 60));
+  t.tend(60_000);
+  const split = t.accountControl()[ACCOUNT].shares;
+  t.report(report('m1:1', 20));
+  t.tend(120_000);
+  expect(t.accountControl()[ACCOUNT].shares).toEqual(split);
+  // Its late report arrives: it is still a host of the account, not a newcomer.
+  t.report(report('m2:1', 60));
+  expect(t.accountControl()[ACCOUNT].shares).toEqual(split);
+  t.report(report('m1:1', 20));
+  t.tend(180_000);
+  expect(t.accountControl()[ACCOUNT].shares).toEqual(split);
+  expect(t.accountStatus()[0].hosts).toHaveLength(2);
 });
 
 test('the shares follow the account ceiling when the ramp lowers it', () => {
