@@ -6,7 +6,7 @@ import { MEMORY_GOALS_KB, loadTable, type LoadRun } from '../scripts/load/measur
 
 const MIB = 1024;
 
-function run(totalMib: number, workerMib: number): LoadRun {
+function run(totalMib: number, workerMib: number, totalPssMib = totalMib): LoadRun {
   return {
     shape: { tasks: 20, samplesPerTask: 1_000, maxSamples: 100 },
     cli: { code: 0, stdout: '', stderr: '' },
@@ -14,6 +14,7 @@ function run(totalMib: number, workerMib: number): LoadRun {
     records: 20_000,
     memory: {
       peakTotalKb: totalMib * MIB,
+      peakTotalPssKb: totalPssMib * MIB,
       peakByKindKb: { launch: 120 * MIB, worker: workerMib * MIB, temporal: 900 * MIB },
       processesByKind: { launch: 1, worker: 20, temporal: 1 },
       cpuSecondsByKind: {},
@@ -42,9 +43,12 @@ describe('the load table', () => {
   });
 
   test('memory above the goals reads as missed, by how much', () => {
-    const table = loadTable(run(5_900, 300));
+    const table = loadTable(run(5_900, 300, 4_608));
     expect(row(table, 'peak RSS, all processes')).toContain(
       '5900 MiB (goal 2560 MiB: missed by 2.30x)',
+    );
+    expect(row(table, 'peak PSS, all processes')).toContain(
+      '4608 MiB (goal 2560 MiB: missed by 1.80x)',
     );
     expect(row(table, 'max RSS, one worker process (20 seen)')).toContain(
       '300 MiB (goal 150 MiB: missed by 2.00x)',
@@ -54,8 +58,9 @@ describe('the load table', () => {
   });
 
   test('memory at or below the goals reads as met', () => {
-    const table = loadTable(run(2_560, 140));
-    expect(row(table, 'peak RSS, all processes')).toContain('2560 MiB (goal 2560 MiB: met)');
+    const table = loadTable(run(3_000, 140, 2_560));
+    expect(row(table, 'peak RSS, all processes')).toContain('3000 MiB (goal 2560 MiB: missed');
+    expect(row(table, 'peak PSS, all processes')).toContain('2560 MiB (goal 2560 MiB: met)');
     expect(row(table, 'max RSS, one worker process')).toContain('140 MiB (goal 150 MiB: met)');
   });
 });

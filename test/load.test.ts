@@ -82,6 +82,9 @@ describe(`${SHAPE.tasks} tasks × ${SHAPE.samplesPerTask} samples at max_samples
     expect(run.memory.processesByKind.worker).toBeGreaterThan(0);
     expect(run.memory.processesByKind.temporal).toBe(1);
     expect(run.memory.peakTotalKb).toBeGreaterThan(0);
+    // Shared pages counted once: never more than the RSS sum.
+    expect(run.memory.peakTotalPssKb).toBeGreaterThan(0);
+    expect(run.memory.peakTotalPssKb).toBeLessThanOrEqual(run.memory.peakTotalKb);
   });
 
   test('the largest evalSet or evalTask history stays well inside Temporal’s limits', () => {

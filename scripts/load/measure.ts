@@ -173,6 +173,9 @@ export function loadTable(run: LoadRun): string {
     ['wall time', `${(run.wallMs / 1000).toFixed(1)} s`],
     ['samples recorded/s', (run.records / (run.wallMs / 1000)).toFixed(1)],
     ['peak RSS, all processes at once', mib(memory.peakTotalKb, MEMORY_GOALS_KB.total)],
+    // What the run held of the machine: the RSS sum counts the pages the processes share (the
+    // `node` binary, the SDK's native library) once for each of them, 60 MiB or so a worker.
+    ['peak PSS, all processes at once', mib(memory.peakTotalPssKb, MEMORY_GOALS_KB.total)],
     ...KINDS.map(([kind, label]): [string, string] => [
       `max RSS, one ${label} (${memory.processesByKind[kind] ?? 0} seen)`,
       mib(memory.peakByKindKb[kind], goals[kind]),

@@ -65,17 +65,23 @@ export function processKind(args: string[]): ProcessKind {
   return 'other';
 }
 
-/** Resident memory now and at its peak (`VmRSS`, `VmHWM`), in KiB; undefined once exited. */
-export function memoryKb(pid: number): { rss: number; peak: number } | undefined {
+/**
+ * Resident memory now and at its peak (`VmRSS`, `VmHWM`), and its proportional share now (`Pss`:
+ * each page shared with other processes, such as the `node` binary's and the Temporal SDK's
+ * native library's, divided among them), in KiB; undefined once exited.
+ */
+export function memoryKb(pid: number): { rss: number; peak: number; pss: number } | undefined {
   let status: string;
+  let rollup: string;
   try {
     status = readFileSync(`/proc/${pid}/status`, 'utf8');
+    rollup = readFileSync(`/proc/${pid}/smaps_rollup`, 'utf8');
   } catch {
     return undefined;
   }
-  const field = (name: string): number =>
-    Number(new RegExp(`${name}:\\s+(\\d+) kB`).exec(status)?.[1] ?? 0);
-  return { rss: field('VmRSS'), peak: field('VmHWM') };
+  const field = (text: string, name: string): number =>
+    Number(new RegExp(`^${name}:\\s+(\\d+) kB`, 'm').exec(text)?.[1] ?? 0);
+  return { rss: field(status, 'VmRSS'), peak: field(status, 'VmHWM'), pss: field(rollup, 'Pss') };
 }
 
 /** Clock ticks per second of `/proc/<pid>/stat` times (`getconf CLK_TCK`, 100 on Linux). */
@@ -97,6 +103,11 @@ export function cpuSeconds(pid: number): number | undefined {
 export interface MemoryReport {
   /** The largest sum of resident memory over every watched process at one sampling, KiB. */
   peakTotalKb: number;
+  /**
+   * The same for proportional memory (`Pss`), KiB: what the processes together held of the
+   * machine, a page they share counted once. Their RSS sum counts it in each of them.
+   */
+  peakTotalPssKb: number;
   /** Per kind, the largest peak (`VmHWM`) of any one process of that kind, KiB. */
   peakByKindKb: Partial<Record<ProcessKind, number>>;
   /** Distinct processes seen, per kind. */
@@ -126,9 +137,11 @@ export function watchMemory(roots: () => number[], intervalMs = 250): { stop(): 
    */
   const cpu = new Map<number, { from: number; last: number }>();
   let peakTotalKb = 0;
+  let peakTotalPssKb = 0;
   let samplings = 0;
   const sample = (): void => {
     let total = 0;
+    let totalPss = 0;
     const pids = processTree(roots());
     for (const pid of pids) {
       const memory = memoryKb(pid);
@@ -142,6 +155,7 @@ export function watchMemory(roots: () => number[], intervalMs = 250): { stop(): 
       }
       peaks.set(pid, Math.max(peaks.get(pid) ?? 0, memory.peak));
       total += memory.rss;
+      totalPss += memory.pss;
       const used = cpuSeconds(pid);
       if (used !== undefined) {
         const from = cpu.get(pid)?.from ?? (samplings === 0 ? used : 0);
@@ -149,6 +163,7 @@ export function watchMemory(roots: () => number[], intervalMs = 250): { stop(): 
       }
     }
     peakTotalKb = Math.max(peakTotalKb, total);
+    peakTotalPssKb = Math.max(peakTotalPssKb, totalPss);
     samplings++;
   };
   sample();
@@ -159,6 +174,7 @@ export function watchMemory(roots: () => number[], intervalMs = 250): { stop(): 
       sample();
       const report: MemoryReport = {
         peakTotalKb,
+        peakTotalPssKb,
         peakByKindKb: {},
         processesByKind: {},
         cpuSecondsByKind: {},
