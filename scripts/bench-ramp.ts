@@ -8,8 +8,8 @@
  *   (c) --max-samples 200
  *
  * Prints wall time against the ideal time (model requests ÷ the provider's sustainable rate),
- * the share of requests answered 429 and the mean in flight at the provider, and plots run (a)
- * to bench/ramp.svg.
+ * the share of requests answered 429 and the mean in flight at the provider, writes the table to
+ * bench/ramp-table.txt, and plots run (a) to bench/ramp.svg.
  *
  *   npm run bench:ramp
  *   npm run bench:ramp -- --samples 1500 --pinned-deadline 300 --only a,c --keep
@@ -98,6 +98,7 @@ async function main(): Promise<void> {
       samples: { type: 'string', default: '3000' },
       'pinned-deadline': { type: 'string', default: '480' },
       only: { type: 'string', default: 'a,b,c' },
+      table: { type: 'string', default: path.join(ROOT, 'bench', 'ramp-table.txt') },
       out: { type: 'string', default: path.join(ROOT, 'bench', 'ramp.svg') },
       keep: { type: 'boolean', default: false },
     },
@@ -151,14 +152,21 @@ async function main(): Promise<void> {
   }
 
   measured.sort((x, y) => x.spec.key.localeCompare(y.spec.key));
-  console.log(`\n${table(measured, samples)}`);
-  for (const m of measured.filter((m) => m.run.stopped)) {
-    console.log(
-      `* ${m.spec.label} was stopped at the deadline, ${(m.run.wallMs / 1000).toFixed(0)} s in, with ` +
-        `${m.run.stats.by_status['200'] ?? 0} of ${samples * STEPS_PER_SAMPLE} model requests answered ` +
-        `(${m.completed} samples completed); its wall time is projected at that rate.`,
-    );
-  }
+  const text = [
+    table(measured, samples),
+    ...measured
+      .filter((m) => m.run.stopped)
+      .map(
+        (m) =>
+          `* ${m.spec.label} was stopped at the deadline, ${(m.run.wallMs / 1000).toFixed(0)} s in, with ` +
+          `${m.run.stats.by_status['200'] ?? 0} of ${samples * STEPS_PER_SAMPLE} model requests answered ` +
+          `(${m.completed} samples completed); its wall time is projected at that rate.`,
+      ),
+  ].join('\n');
+  console.log(`\n${text}`);
+  await fs.mkdir(path.dirname(values.table), { recursive: true });
+  await fs.writeFile(values.table, `${text}\n`);
+  console.log(`table: ${values.table}`);
   if (measured.some((m) => m.spec.key === 'a')) {
     console.log(`plot: ${values.out} (and .png, .vl.json beside it)`);
   }
