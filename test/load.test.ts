@@ -76,10 +76,11 @@ describe(`${SHAPE.tasks} tasks × ${SHAPE.samplesPerTask} samples at max_samples
     expect(run.records).toBe(SAMPLES);
   });
 
-  // One process per task is test/fleet.test.ts's to prove. The /proc sampler has counted fewer
-  // workers than ran (16 of 20 in one run; not yet explained), so this checks only that it measured.
-  test('sampled the memory of the worker processes and the server', () => {
-    expect(run.memory.processesByKind.worker).toBeGreaterThan(0);
+  // One process per task (test/fleet.test.ts proves it), each seen by the /proc sampler: it once
+  // counted 16 of 20, when workers that had exited but were not reaped yet, with an empty command
+  // line, were taken for other processes (test/process-tree.test.ts).
+  test('sampled the memory of every worker process and the server', () => {
+    expect(run.memory.processesByKind.worker).toBeGreaterThanOrEqual(SHAPE.tasks);
     expect(run.memory.processesByKind.temporal).toBe(1);
     expect(run.memory.peakTotalKb).toBeGreaterThan(0);
     // Shared pages counted once: never more than the RSS sum.

@@ -146,7 +146,9 @@ export function watchMemory(roots: () => number[], intervalMs = 250): { stop(): 
     for (const pid of pids) {
       const memory = memoryKb(pid);
       const args = commandLine(pid);
-      if (!memory || !args) continue;
+      // An exited process its parent has not reaped yet (a zombie) has no memory left and an
+      // empty command line: it stays what it was, its peak with it.
+      if (!memory || !args || args.length === 0) continue;
       const command = args.join(' ');
       if (commands.get(pid) !== command) {
         commands.set(pid, command);
