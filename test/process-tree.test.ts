@@ -4,29 +4,7 @@
  */
 import { spawn } from 'node:child_process';
 import { once } from 'node:events';
-import { readFileSync } from 'node:fs';
-import { watchMemory } from './helpers/process-tree';
-
-/** Whether `pid` is a zombie: exited, not yet reaped by its parent. */
-function isZombie(pid: number): boolean {
-  try {
-    const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
-    return stat.slice(stat.lastIndexOf(')') + 2).startsWith('Z');
-  } catch {
-    return false;
-  }
-}
-
-function childrenOf(pid: number): number[] {
-  try {
-    return readFileSync(`/proc/${pid}/task/${pid}/children`, 'utf8')
-      .split(' ')
-      .filter(Boolean)
-      .map(Number);
-  } catch {
-    return [];
-  }
-}
+import { processState, processTree, watchMemory } from './helpers/process-tree';
 
 test('a worker that has exited but is not reaped yet keeps its kind and its peak', async () => {
   // `exec sleep` replaces the shell with a parent that never waits: the worker stays a zombie
@@ -38,7 +16,7 @@ test('a worker that has exited but is not reaped yet keeps its kind and its peak
     const deadline = Date.now() + 10_000;
     let zombie: number | undefined;
     while (zombie === undefined && Date.now() < deadline) {
-      zombie = childrenOf(parent.pid!).find(isZombie);
+      zombie = processTree([parent.pid!]).find((pid) => processState(pid) === 'Z');
       await new Promise((resolve) => setTimeout(resolve, 50));
     }
     expect(zombie).toBeDefined();

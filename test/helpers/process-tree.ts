@@ -15,19 +15,33 @@ export function commandLine(pid: number): string[] | undefined {
   }
 }
 
+/**
+ * The fields of /proc/<pid>/stat after the command name (its state first, then its parent), or
+ * undefined once it is gone.
+ */
+function statFields(pid: number): string[] | undefined {
+  try {
+    const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+    // The command name may hold spaces and parentheses: the fields after its last `)` do not.
+    return stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+  } catch {
+    return undefined;
+  }
+}
+
+/** A process's state letter (`R`, `S`, `Z` for exited but not reaped yet, ...), or undefined once gone. */
+export function processState(pid: number): string | undefined {
+  return statFields(pid)?.[0];
+}
+
 /** Every live process's parent, from /proc/<pid>/stat. */
 function parents(): Map<number, number> {
   const parentOf = new Map<number, number>();
   for (const entry of readdirSync('/proc')) {
     if (!/^\d+$/.test(entry)) continue;
-    try {
-      const stat = readFileSync(`/proc/${entry}/stat`, 'utf8');
-      // The command name may hold spaces and parentheses: the fields after its last `)` do not.
-      const [, ppid] = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
-      parentOf.set(Number(entry), Number(ppid));
-    } catch {
-      // Exited between the listing and the read.
-    }
+    const fields = statFields(Number(entry));
+    // Undefined: exited between the listing and the read.
+    if (fields) parentOf.set(Number(entry), Number(fields[1]));
   }
   return parentOf;
 }
