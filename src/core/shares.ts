@@ -73,7 +73,8 @@ export function splitTolerance(capacity: number): number {
  * limit never interrupts one). So what a host holds is the larger of the two, and the hosts whose
  * shares grow get only what the others do not hold: the sum over hosts of the larger of share
  * and holding stays within the capacity whenever the holdings allow it. The rest of their shares
- * comes at a later split, once the shrinking hosts have applied theirs and drained.
+ * comes at a later split, once the shrinking hosts have applied theirs and drained. A host
+ * `previous` names and `hosts` does not holds its whole share the same way, for this split.
  */
 export function splitAccount(
   capacity: number,
@@ -83,7 +84,14 @@ export function splitAccount(
   let target = splitByDemand(capacity, hosts);
   if (previous !== undefined && steady(target, previous, capacity)) target = { ...previous };
   const holds = (h: HostUse) => Math.max(h.inFlight, previous?.[h.host] ?? 0);
-  const excess = hosts.reduce((n, h) => n + Math.max(0, holds(h) - target[h.host]), 0);
+  // A host the last split named that is gone from `hosts` without a goodbye (the tend drops one
+  // silent for two windows) may be alive and late, still filling that share: it is held too,
+  // and freed at the next split, which no longer names it.
+  const present = new Set(hosts.map((h) => h.host));
+  const departed = Object.entries(previous ?? {})
+    .filter(([host]) => !present.has(host))
+    .reduce((n, [, share]) => n + share, 0);
+  const excess = hosts.reduce((n, h) => n + Math.max(0, holds(h) - target[h.host]), departed);
   if (excess === 0) return target;
   // Growing hosts give up `excess` of their new room, the most room first, ties by host name.
   const growing = hosts

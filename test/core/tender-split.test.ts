@@ -71,7 +71,7 @@ test('a host that joins is split in when it first reports, and grows into its sh
   expect(t.accountControl()[ACCOUNT].shares).toEqual({ 'm1:1': 50, 'm2:1': 50 });
 });
 
-test('a host silent for two windows in a row has left: its share goes back to the others', () => {
+test('a host silent for two windows in a row has left: its share goes back to the others a split later', () => {
   const t = tender();
   t.report(report('m1:1', 20));
   t.report(report('m2:1', 20));
@@ -82,8 +82,13 @@ test('a host silent for two windows in a row has left: its share goes back to th
   expect(t.accountControl()[ACCOUNT].shares).toEqual({ 'm1:1': 50, 'm2:1': 50 });
   t.report(report('m1:1', 20));
   t.tend(180_000);
-  expect(t.accountControl()[ACCOUNT].shares).toEqual({ 'm1:1': 100 });
+  // Dropped, but it may be alive and late, still filling its 50 (a CI run: its calls and m1's
+  // grown share together went past the provider's 40): m1 grows only at the next split.
+  expect(t.accountControl()[ACCOUNT].shares).toEqual({ 'm1:1': 50 });
   expect(t.accountStatus()[0].hosts).toHaveLength(1);
+  t.report(report('m1:1', 20));
+  t.tend(240_000);
+  expect(t.accountControl()[ACCOUNT].shares).toEqual({ 'm1:1': 100 });
 });
 
 test('a host whose report missed one tend keeps its share: its calls in flight are not given away', () => {
