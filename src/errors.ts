@@ -28,6 +28,11 @@ export const ErrorType = {
   cancelled: 'StewardCancelled',
   /** A webhook delivery failed (README "Notifications"): retried, then logged and dropped. */
   notifyFailed: 'StewardNotifyFailed',
+  /**
+   * An activation carried events no workflow task had started (src/workflows/sequenced-only.ts):
+   * refused, so the worker drops the run and replays it at its next workflow task.
+   */
+  unsequencedEvents: 'StewardUnsequencedEvents',
 } as const;
 export type ErrorType = (typeof ErrorType)[keyof typeof ErrorType];
 

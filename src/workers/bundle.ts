@@ -10,6 +10,9 @@ export const PACKAGE_ROOT = path.resolve(__dirname, '..', '..');
 
 export const WORKFLOW_BUNDLE_PATH = path.join(PACKAGE_ROOT, 'dist', 'workflow-bundle.js');
 
+/** Installed for every workflow: each decides only on events a workflow task has sequenced. */
+export const WORKFLOW_INTERCEPTOR_MODULES = [require.resolve('../workflows/sequenced-only')];
+
 /** The bundle's path, with a clear error when the package was not built. */
 export async function workflowBundlePath(): Promise<string> {
   try {
@@ -27,6 +30,7 @@ async function buildBundle(): Promise<void> {
     workflowsPath: require.resolve('../workflows'),
     // Shared by every workflow the worker runs: see src/workflows/preload.ts.
     preloadModules: [require.resolve('../workflows/preload')],
+    workflowInterceptorModules: WORKFLOW_INTERCEPTOR_MODULES,
     logger: {
       info: () => undefined,
       warn: console.warn,
