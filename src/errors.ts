@@ -45,6 +45,8 @@ export const ExitCode = {
   usage: 2,
   /** The environment is not usable: Temporal unreachable, Docker down, log dir unwritable. */
   environment: 3,
+  /** The run cannot make progress: a workflow task of the eval set keeps failing. */
+  stuck: 4,
   /** A bug in Steward. */
   internal: 70,
 } as const;

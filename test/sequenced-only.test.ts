@@ -128,7 +128,7 @@ async function queriedAcrossTheKill(interceptorModules: string[]): Promise<Outco
     const history = await handle.fetchHistory();
     await handle.terminate('test over');
     const replayError = await Worker.runReplayHistory(
-      { workflowBundle: { code }, logger: silent as never },
+      { workflowBundle: { code } },
       history,
       handle.workflowId,
     ).then(

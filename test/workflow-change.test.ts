@@ -16,7 +16,7 @@ import { runCommand, runCli, tempDir, uniqueName, writeEvalSet } from './helpers
 import { detachedFleet, killTree } from './helpers/detached';
 import { fetchHistory, mapLimited, runsOfEvalSet, samplesRunBy } from './helpers/histories';
 import { waitFor } from './helpers/processes';
-import { replayAllRuns } from './helpers/replay';
+import { replayAllRuns, replaysWithBundle } from './helpers/replay';
 import { readSampleRecords } from './helpers/results';
 import { insertBefore, workflowVariant, type Variant } from './helpers/variant';
 
@@ -63,6 +63,8 @@ describe('a relaunch with changed workflow code under a running eval set', () =>
     const dir = await tempDir();
     env = { ...process.env, STEWARD_HOME: path.join(dir, '.steward') };
     name = uniqueName('change');
+    // Its runs end under the guarded change: the closing replay uses that code.
+    await replaysWithBundle(name, v2.bundlePath);
     file = await writeEvalSet(dir, name, [{ name: 'long', samples: SAMPLES, latencyMs: 1000 }], {
       max_samples: 4,
       tend_interval: 1,

@@ -93,6 +93,7 @@ const EMOJI: Record<NotifyEvent['kind'], string> = {
   finished: ':white_check_mark:',
   failed: ':x:',
   stalled: ':hourglass:',
+  stuck: ':rotating_light:',
   hold: ':pause_button:',
   pause: ':double_vertical_bar:',
   unpause: ':arrow_forward:',
@@ -136,6 +137,11 @@ export function eventText(event: NotifyEvent, style: 'plain' | 'slack'): string 
         `Task ${strong(event.task)} of ${set} stalled: no sample completed in ` +
         `${event.windows} tends (since ${event.since}) with ${event.in_flight} in flight ` +
         `(${event.completed + event.errored}/${event.samples} done)`
+      );
+    case 'stuck':
+      return (
+        `Eval set ${strong(event.eval_set)} is stuck: workflow ${strong(event.workflow_id)} ` +
+        `cannot make progress (workflow task attempt ${event.attempt}): ${esc(event.error)}`
       );
     case 'hold':
       return `Ramp hold placed on ${whom(event.task)} of ${set}${why(event.reason, event.by)}`;

@@ -19,6 +19,10 @@ function positiveInt(value: string): number {
   return n;
 }
 
+function secondsOrOff(value: string): number | 'off' {
+  return value === 'off' ? 'off' : positiveInt(value);
+}
+
 function nonNegativeNumber(value: string): number {
   const n = Number(value);
   if (!Number.isFinite(n) || n < 0)
@@ -91,6 +95,12 @@ addKnobFlags(launch)
     '--smoke-timeout <seconds>',
     'time cap of the smoke run; tasks still running then fail it (default: 300)',
     positiveInt,
+  )
+  .option(
+    '--stuck-timeout <seconds>',
+    'exit (code 4) once a workflow of the eval set has failed its workflow task for this long; ' +
+      '"off" waits for ever (default: 600)',
+    secondsOrOff,
   )
   .action(async (definition: string, opts: LaunchOptions) => {
     const { launchCommand } = await import('./commands/launch.js');

@@ -240,7 +240,7 @@ async function stuckSteps(
 const EVENT_TYPE_WORKFLOW_TASK_FAILED = 9;
 
 /** The message of the latest failed workflow task, from the end of the history. */
-async function lastWorkflowTaskFailure(client: Client, workflowId: string): Promise<string> {
+export async function lastWorkflowTaskFailure(client: Client, workflowId: string): Promise<string> {
   const { history } = await client.workflowService.getWorkflowExecutionHistoryReverse({
     namespace: client.options.namespace,
     execution: { workflowId },

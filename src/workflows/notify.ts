@@ -59,6 +59,14 @@ export type NotifyEvent = EventBase &
         since: string;
       }
     | {
+        /** A workflow of the eval set whose workflow task keeps failing (told by its launch). */
+        kind: 'stuck';
+        workflow_id: string;
+        /** The failing workflow task's attempt. */
+        attempt: number;
+        error: string;
+      }
+    | {
         kind: NotifyHistoryKind;
         /** The task, or `*` for the whole eval set. */
         task: string;

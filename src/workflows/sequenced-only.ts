@@ -11,7 +11,7 @@
  * That task's history then records decisions made from part of its events, which no replay can
  * make again: every replay delivers the task's events together. The next worker to replay the run
  * fails with a nondeterminism error, and the run is stuck. Issue 28's histories
- * (test/fixtures/histories/unsequenced-*) are such runs; test/sequenced-only.test.ts makes one.
+ * (test/fixtures/histories/unsequenced/) are such runs; test/sequenced-only.test.ts makes one.
  *
  * How it is told apart: every activation of a workflow task carries that task's start time, and
  * a later task always starts later. An activation whose history grew while its time did not holds

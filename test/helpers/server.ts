@@ -21,6 +21,7 @@ import {
 import { devServerFiles, ensureDevServer, stopDevServer } from '../../src/temporal/devserver';
 import { isAlive } from '../../src/util/processes';
 import { freePort } from '../setup/global-setup';
+import { replayEveryRun } from './replay';
 
 export interface OwnDevServer {
   address: string;
@@ -73,8 +74,14 @@ export async function startOwnDevServer(
       if (!started) throw new Error(`a dev server already answered at ${address}`);
     },
     async close() {
-      await client.connection.close();
-      await stopDevServer(stewardDir);
+      try {
+        // Every history this server holds replays before it goes (test/helpers/replay.ts).
+        const replayed = await replayEveryRun(client);
+        process.stderr.write(`replayed ${replayed.runs} runs on ${address} in ${replayed.ms} ms\n`);
+      } finally {
+        await client.connection.close();
+        await stopDevServer(stewardDir);
+      }
     },
   };
 }

@@ -40,6 +40,9 @@ export async function workflowVariant(
   await fs.writeFile(source, after);
   const { code } = await bundleWorkflowCode({
     workflowsPath: path.join(root, 'src', 'workflows', 'index.ts'),
+    // As the build bundles it (src/workers/bundle.ts), from the copy.
+    preloadModules: [path.join(root, 'src', 'workflows', 'preload.ts')],
+    workflowInterceptorModules: [path.join(root, 'src', 'workflows', 'sequenced-only.ts')],
     logger: quiet,
   });
   const bundlePath = path.join(root, 'dist', 'workflow-bundle.js');

@@ -10,6 +10,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { throwawayDevConfig } from '../../src/temporal/config';
 import { ensureDevServer } from '../../src/temporal/devserver';
+import { REPLAY_BUNDLES_ENV } from '../helpers/replay';
 
 /** Read by global-teardown, which Jest runs in this same process. */
 export const testServerDirKey = Symbol.for('steward.testTemporalDir');
@@ -26,6 +27,8 @@ export default async function globalSetup(): Promise<void> {
   });
   process.env.TEMPORAL_ADDRESS = address;
   process.env.TEMPORAL_NAMESPACE = namespace;
+  // Tests that run changed workflow code list their eval sets here, for the closing replay.
+  process.env[REPLAY_BUNDLES_ENV] = path.join(stewardDir, 'replay-bundles.jsonl');
 }
 
 /** A TCP port nothing listens on right now. */

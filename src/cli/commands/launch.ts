@@ -47,6 +47,10 @@ import {
 import type { evalSet } from '../../workflows';
 import { confirm } from '../confirm';
 import { createProgress, followProgress } from '../progress';
+import { stuckMessage, watchStuck, type StuckWorkflow } from '../../client/stuck-watch';
+import { createNotifyActivities } from '../../activities/notify';
+import type { NotifyTarget } from '../../config/notify';
+import type { NotifyEvent } from '../../workflows/notify';
 import { checkDocker, sandboxDemand } from './docker';
 import { resultJson, resultTable } from '../table';
 import { SMOKE_DEFAULTS, runSmoke, type SmokeReport } from './smoke';
@@ -65,9 +69,14 @@ export interface LaunchOptions extends KnobFlags {
   smokeOnly?: boolean;
   smokeSamples?: number;
   smokeTimeout?: number;
+  /** Seconds a workflow of the eval set may stay stuck before the launch exits; 'off': never. */
+  stuckTimeout?: number | 'off';
 }
 
 const PROGRESS_MS = 1_000;
+/** How often the launch looks for workflows of its eval set that cannot make progress. */
+const STUCK_CHECK_MS = 5_000;
+const DEFAULT_STUCK_TIMEOUT_S = 600;
 /** How long a stopped launch has to stop its fleet before it exits anyway. */
 const STOP_DEADLINE_MS = 15_000;
 
@@ -193,11 +202,40 @@ export async function launchCommand(file: string, opts: LaunchOptions): Promise<
     rampFromFile,
     evalSet: definition.name,
     reattached,
+    notify: settings.notify ?? [],
     // A run just started: its first workers start with the supervisor, not once it answers.
     ...(reattached
       ? {}
       : { expected: expectedSlots(workflowId, definition.name, definition.tasks, settings) }),
   });
+}
+
+/**
+ * Tells the eval set's webhooks that one of its workflows is stuck: the workflow cannot tell them
+ * itself (a stuck eval set runs no activity), so its launch does, once per webhook.
+ */
+async function tellStuck(
+  evalSet: string,
+  stuck: StuckWorkflow,
+  targets: readonly NotifyTarget[],
+  log: (line: string) => void,
+): Promise<void> {
+  const { notify } = createNotifyActivities({ env: process.env });
+  const event: NotifyEvent = {
+    kind: 'stuck',
+    eval_set: evalSet,
+    time: new Date().toISOString(),
+    workflow_id: stuck.workflowId,
+    attempt: stuck.attempt,
+    error: stuck.error,
+  };
+  await Promise.all(
+    targets.map((target) =>
+      notify({ target, event }).catch((err: unknown) =>
+        log(`steward: could not tell a webhook that the run is stuck: ${(err as Error).message}`),
+      ),
+    ),
+  );
 }
 
 /** Says what the smoke run found; the exit code: ok only when every task passed. */
@@ -252,6 +290,7 @@ async function watch(
     evalSet: string;
     reattached: boolean;
     expected?: WorkerSlot[];
+    notify: readonly NotifyTarget[];
   },
 ): Promise<number> {
   const stop = new AbortController();
@@ -286,6 +325,16 @@ async function watch(
     ? watchStewardYaml(process.cwd(), handle, (line) => progress.log(line))
     : () => undefined;
   const stopFollowing = followProgress(client, handle.workflowId, progress, PROGRESS_MS);
+  const stuckTimeout = opts.stuckTimeout ?? DEFAULT_STUCK_TIMEOUT_S;
+  const stuckWatch = watchStuck(client, handle.workflowId, {
+    everyMs: STUCK_CHECK_MS,
+    boundMs: stuckTimeout === 'off' ? null : stuckTimeout * 1000,
+    onStuck: (stuck) => {
+      progress.log(`steward: ${stuckMessage(handle.workflowId, stuck)}`);
+      void tellStuck(opts.evalSet, stuck, opts.notify, (line) => progress.log(line));
+    },
+  });
+  const gaveUp = stuckWatch.gaveUp.then((stuck) => ({ stuck }));
 
   try {
     // The fleet rides out a Temporal restart (its workers reconnect), and so does this wait.
@@ -305,7 +354,16 @@ async function watch(
         return 'stopped' as const;
       },
     );
-    let outcome = await Promise.race([result, interrupted, fleetStopped]);
+    let outcome = await Promise.race([result, interrupted, fleetStopped, gaveUp]);
+    if (typeof outcome === 'object' && 'stuck' in outcome) {
+      progress.stop();
+      process.stderr.write(
+        `\nsteward: the launch gives up: ${outcome.stuck.workflowId} has not made progress for ` +
+          `${stuckTimeout} s. Its workers stop; the eval set stays in Temporal as it is ` +
+          '(--stuck-timeout off waits for ever).\n',
+      );
+      return ExitCode.stuck;
+    }
     let cancelling = false;
     // Ctrl-C at a terminal asks whether to cancel the eval set; the fleet runs on meanwhile, and
     // through a confirmed cancellation, whose samples remove their sandboxes on it.
@@ -424,6 +482,7 @@ async function watch(
     unlisten();
     unwatch();
     stopFollowing();
+    stuckWatch.stop();
     stop.abort();
     await supervisor.catch(() => undefined);
   }
