@@ -90,3 +90,31 @@ test('an eval set that does not exist: no tasks', () => {
   });
   expect(data).toMatchObject({ state: 'missing', tasks: [] });
 });
+
+test('a running eval set with a failing workflow task: the dashboard carries the failing step', () => {
+  const failing = {
+    workflow_id: 'steward-hello/a',
+    step: 'workflow task',
+    attempt: 5,
+    error: '[TMPRL1100] Nondeterminism error: No command scheduled for event',
+  };
+  const data = dashboardData({
+    name: 'hello',
+    workflowId: 'steward-hello',
+    live: {
+      kind: 'running',
+      status: {
+        eval_set: 'hello',
+        state: 'running',
+        tasks: [],
+        ramp_history: [],
+        holds: { global: null, tasks: {} },
+      },
+      stuck: [failing],
+    },
+    tends: [],
+    history: [],
+    now: T0,
+  });
+  expect(data.failing).toEqual([failing]);
+});

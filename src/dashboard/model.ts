@@ -3,7 +3,7 @@
  * as `steward status --json`) with each task's rate and ETA, beside the run over time from
  * `tend.jsonl` and `ramp-history.jsonl`. Pure: src/dashboard/source.ts reads the world.
  */
-import { statusFromMemo, type LiveStatus } from '../client/status';
+import { statusFromMemo, type LiveStatus, type StuckStep } from '../client/status';
 import type { TendRecord } from '../workflows/tend-record';
 import type {
   AccountStatus,
@@ -52,6 +52,8 @@ export interface DashboardData {
    */
   workers: 'answering' | 'not answering' | null;
   recorded_at?: string;
+  /** Steps that keep failing (a workflow task that fails again and again: the run is stuck). */
+  failing: StuckStep[];
   tasks: DashboardTask[];
   accounts: AccountStatus[];
   history: RampHistoryEntry[];
@@ -74,6 +76,7 @@ export function dashboardData(args: {
     read_at: new Date(now).toISOString(),
     history: args.history,
     tends,
+    failing: live.kind === 'running' ? (live.stuck ?? []) : [],
   };
   const withRates = (t: Omit<DashboardTask, 'rate_per_min' | 'eta_seconds'>): DashboardTask => {
     const rate = taskRate(t.name, tends);

@@ -130,6 +130,12 @@ async function refresh() {
       d.read_at.slice(11, 19) + away + (d.error ? ' · ' + d.error : '') +
       (d.log_dir ? ' · ' + d.log_dir : '');
     document.body.dataset.workers = d.workers || '';
+    const failing = d.failing || [];
+    if (failing.length > 0) {
+      meta.className = 'meta error';
+      meta.textContent += failing.map((f) =>
+        ' · failing: ' + f.workflow_id + ': ' + f.step + ', attempt ' + f.attempt + ': ' + f.error).join('');
+    }
     table('tasks', ['task', 'state', 'done', 'rate', 'ETA', 'errored', 'limited', 'stuck',
       'in flight', 'setpoint', 'connections', '429s (window)', 'ramp'], d.tasks.map(taskRow));
     document.getElementById('accounts-head').hidden = d.accounts.length === 0;
