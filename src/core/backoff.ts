@@ -6,7 +6,7 @@
  * Clock, sleep and randomness are injected, so the whole policy runs in tests without waiting.
  */
 
-import type { CallOutcome, CallSlots } from './controller';
+import { isSlotsUnavailable, type CallOutcome, type CallSlots, type Release } from './controller';
 import { classifyError, type RetryDecision } from './retry';
 
 /**
@@ -131,17 +131,24 @@ export async function retryModelCall<T>(
 
   for (let attempt = 1; ; attempt += 1) {
     signal?.throwIfAborted();
-    const release = controller ? await controller.acquire(signal) : undefined;
+    const slot = await acquireSlot(controller, signal);
     let decision: RetryDecision;
     let error: unknown;
-    try {
-      const value = await call(attempt);
-      release?.({ kind: 'success', retried: attempt > 1 });
-      return value;
-    } catch (err) {
-      error = err;
-      decision = signal?.aborted ? { kind: 'no' } : classify(err);
-      release?.(outcomeOf(decision));
+    if ('unavailable' in slot) {
+      // No slot to be had for now (its owner is away): the call was not made. Wait and ask
+      // again, as after a transient error.
+      error = slot.unavailable;
+      decision = { kind: 'transient' };
+    } else {
+      try {
+        const value = await call(attempt);
+        slot.release?.({ kind: 'success', retried: attempt > 1 });
+        return value;
+      } catch (err) {
+        error = err;
+        decision = signal?.aborted ? { kind: 'no' } : classify(err);
+        slot.release?.(outcomeOf(decision));
+      }
     }
     if (decision.kind === 'no' || attempt >= maxAttempts) throw error;
 
@@ -161,6 +168,19 @@ export async function retryModelCall<T>(
       retries: { ...retries },
     });
     await options.sleep(waitMs, signal);
+  }
+}
+
+/** A slot (none needed without a controller), or the error saying its owner cannot be reached. */
+async function acquireSlot(
+  controller: CallSlots | undefined,
+  signal: AbortSignal | undefined,
+): Promise<{ release?: Release } | { unavailable: unknown }> {
+  try {
+    return { release: controller ? await controller.acquire(signal) : undefined };
+  } catch (err) {
+    if (signal?.aborted || !isSlotsUnavailable(err)) throw err;
+    return { unavailable: err };
   }
 }
 

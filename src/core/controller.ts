@@ -85,10 +85,26 @@ export interface ConnectionsWindow {
 export interface CallSlots {
   /**
    * Waits for a slot. Rejects with the signal's reason if `signal` aborts first (the call then
-   * holds no slot and leaves the queue). `cost`, the call's estimate, lets an account's owner
-   * pace it against the provider's limits; a bare limiter ignores it.
+   * holds no slot and leaves the queue), and with {@link SlotsUnavailable} while the slots' owner
+   * cannot be reached. `cost`, the call's estimate, lets an account's owner pace it against the
+   * provider's limits; a bare limiter ignores it.
    */
   acquire(signal?: AbortSignal, cost?: CallCost): Promise<Release>;
+}
+
+/**
+ * The owner of an account's slots cannot be reached (the supervisor that owns them died or
+ * restarts). A passing state: another owner takes its place, or the worker asking stops with its
+ * supervisor, and Temporal runs its samples elsewhere. A call waits and asks again, as after a
+ * transient provider error, and the sample is not failed for it.
+ */
+export class SlotsUnavailable extends Error {
+  override readonly name = 'SlotsUnavailable';
+}
+
+/** Matched by name: the error may come from another realm (see src/errors.ts). */
+export function isSlotsUnavailable(err: unknown): boolean {
+  return (err as { name?: unknown } | null)?.name === 'SlotsUnavailable';
 }
 
 /** A concurrency limit on model calls. Waiters are served first come, first served. */

@@ -4,7 +4,12 @@
  * To `retryModelCall` it is an ordinary {@link CallSlots}.
  */
 import { connect, type Socket } from 'node:net';
-import type { CallOutcome, CallSlots, Release } from '../core/controller';
+import {
+  SlotsUnavailable,
+  type CallOutcome,
+  type CallSlots,
+  type Release,
+} from '../core/controller';
 import type { CallCost, RateLimitReading } from '../core/pacing';
 import type { AccountRef, AccountUser, SlotSource } from '../models/account-host';
 import {
@@ -81,7 +86,11 @@ export class LeaseClient implements SlotSource {
   ): Promise<Release> {
     if (signal?.aborted) throw signal.reason;
     const link = this.connection();
-    await link.ready;
+    await link.ready.catch((err: unknown) => {
+      throw new SlotsUnavailable(
+        `the account host ${this.socketPath} does not answer: ${(err as Error).message}`,
+      );
+    });
     if (signal?.aborted) throw signal.reason;
     let n = link.named.get(account.key);
     if (n === undefined) {
@@ -135,7 +144,9 @@ export class LeaseClient implements SlotSource {
       // fail, and their retry policy decides.
       for (const waiting of link.waiting.values()) {
         this.unlisten(waiting);
-        waiting.reject(new Error(`connection to the account host ${this.socketPath} closed`));
+        waiting.reject(
+          new SlotsUnavailable(`connection to the account host ${this.socketPath} closed`),
+        );
       }
       link.waiting.clear();
       link.held.clear();

@@ -8,7 +8,7 @@ import {
   type RetryEvent,
   type RetryOptions,
 } from '../../src/core/backoff';
-import { AdaptiveConnections } from '../../src/core/controller';
+import { AdaptiveConnections, SlotsUnavailable, type CallSlots } from '../../src/core/controller';
 import {
   classifyError,
   parseDuration,
@@ -322,6 +322,36 @@ describe('retryModelCall', () => {
     await expect(retryModelCall(call, opts)).rejects.toThrow('socket closed by abort');
     expect(sleeps).toEqual([]);
     await expect(retryModelCall(async () => 'ok', opts)).rejects.toThrow('cancelled');
+  });
+
+  test('a slot whose owner is away is asked for again; the call waits, and runs once it has one', async () => {
+    const refusals = [
+      new SlotsUnavailable('connection to the account host closed'),
+      new SlotsUnavailable('the account host does not answer'),
+    ];
+    const controller: CallSlots = {
+      acquire: async () => {
+        const refusal = refusals.shift();
+        if (refusal) throw refusal;
+        return () => undefined;
+      },
+    };
+    const { call, attempts } = failing();
+    const { options: opts, events } = options({ controller });
+    await expect(retryModelCall(call, opts)).resolves.toBe('ok');
+    // Made once, when a slot came: the two waits were not calls.
+    expect(attempts).toEqual([3]);
+    expect(events.map((event) => event.kind)).toEqual(['transient', 'transient']);
+  });
+
+  test('any other failure to get a slot is rethrown at once', async () => {
+    const broken = new Error('the account host refused a slot: no such account');
+    const controller: CallSlots = { acquire: () => Promise.reject(broken) };
+    const { call, attempts } = failing();
+    const { options: opts, sleeps } = options({ controller });
+    await expect(retryModelCall(call, opts)).rejects.toBe(broken);
+    expect(attempts).toEqual([]);
+    expect(sleeps).toEqual([]);
   });
 
   test('each attempt holds a controller slot only while it runs, and reports its outcome', async () => {

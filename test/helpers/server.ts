@@ -21,7 +21,7 @@ import {
 import { devServerFiles, ensureDevServer, stopDevServer } from '../../src/temporal/devserver';
 import { isAlive } from '../../src/util/processes';
 import { freePort } from '../setup/global-setup';
-import { replayEveryRun } from './replay';
+import { replayEveryRun, type ReplaySummary } from './replay';
 
 export interface OwnDevServer {
   address: string;
@@ -36,8 +36,8 @@ export interface OwnDevServer {
   kill(): Promise<void>;
   /** Starts it again on the same port and SQLite file. */
   restart(): Promise<void>;
-  /** Stops it and closes the client. */
-  close(): Promise<void>;
+  /** Replays every history it holds (throwing if one does not), then stops it and the client. */
+  close(): Promise<ReplaySummary>;
 }
 
 /**
@@ -78,6 +78,7 @@ export async function startOwnDevServer(
         // Every history this server holds replays before it goes (test/helpers/replay.ts).
         const replayed = await replayEveryRun(client);
         process.stderr.write(`replayed ${replayed.runs} runs on ${address} in ${replayed.ms} ms\n`);
+        return replayed;
       } finally {
         await client.connection.close();
         await stopDevServer(stewardDir);
