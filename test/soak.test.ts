@@ -15,7 +15,7 @@ test.each([1, 2])('soak round %i keeps every promise', async (round) => {
     round,
     seed: SEED,
     tasks: 2,
-    samples: 40,
+    samples: 30,
     kills: 3,
     maxSamples: 10,
     log: (line) => console.log(line),
@@ -25,4 +25,6 @@ test.each([1, 2])('soak round %i keeps every promise', async (round) => {
   expect(result.recorded).toBe(result.samples);
   expect(result.recalled).toBeLessThanOrEqual(result.inFlightAtKills);
   expect(result.replayedRuns).toBeGreaterThan(2);
+  // The run outlasted its first kill, so the round tested something.
+  expect(Object.values(result.kills).reduce((a, b) => a + b, 0)).toBeGreaterThan(0);
 });

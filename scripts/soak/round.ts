@@ -15,6 +15,7 @@ import { defaultScript, textOf, type SimScript } from '../../src/sim/script';
 import { STEWARD_BIN, tempDir } from '../../test/helpers/cli';
 import { processTree, runningOf, waitFor, workerPids } from '../../test/helpers/processes';
 import { readSampleRecords } from '../../test/helpers/results';
+import { STEWARD_WORKFLOW_TYPES } from '../../test/helpers/replay';
 import { startOwnDevServer } from '../../test/helpers/server';
 
 export const KILL_KINDS = ['worker', 'launch alone', 'whole launch', 'dev server'] as const;
@@ -43,6 +44,8 @@ export interface RoundResult {
   inFlightAtKills: number;
   /** Workers still running 30 s after the launch above them was killed alone. */
   orphans: number;
+  /** Activations the guard refused (src/workflows/sequenced-only.ts), from the workers' logs. */
+  refused: number;
   replayedRuns: number;
   seconds: number;
 }
@@ -89,11 +92,18 @@ export async function soakRound(options: RoundOptions): Promise<RoundResult> {
   const kills = Object.fromEntries(KILL_KINDS.map((k) => [k, 0])) as Record<KillKind, number>;
   let inFlightAtKills = 0;
   let orphans = 0;
-  let launcher = launch(file, logDir, dir, env);
+  let refused = 0;
+  const launched: Launcher[] = [];
+  const relaunch = (): Launcher => {
+    const next = launch(file, logDir, dir, env);
+    launched.push(next);
+    return next;
+  };
+  let launcher = relaunch();
   let closed = false;
   try {
     for (let k = 0; k < options.kills; k++) {
-      await sleep(3_000 + rand() * 12_000);
+      await sleep(2_000 + rand() * 6_000);
       if (launcher.done()) break;
       const kind = KILL_KINDS[Math.floor(rand() * KILL_KINDS.length)]!;
       const recorded = await recordedIds(logDir, tasks);
@@ -121,13 +131,13 @@ export async function soakRound(options: RoundOptions): Promise<RoundResult> {
             orphans += (await runningOf(workers)).length;
             for (const pid of await runningOf(workers)) process.kill(pid, 'SIGKILL');
           });
-          launcher = launch(file, logDir, dir, env);
+          launcher = relaunch();
           break;
         }
         case 'whole launch': {
           for (const p of await processTree(launcher.pid)) killQuietly(p.pid);
           await launcher.exited;
-          launcher = launch(file, logDir, dir, env);
+          launcher = relaunch();
           break;
         }
         case 'dev server': {
@@ -150,13 +160,17 @@ export async function soakRound(options: RoundOptions): Promise<RoundResult> {
       log(
         `round ${options.round}: the launch exited ${code}; launching again. It said: ${launcher.stderr().slice(-1_500)}`,
       );
-      launcher = launch(file, logDir, dir, env);
+      launcher = relaunch();
     }
     const records = (
       await Promise.all(tasks.map((task) => readSampleRecords(logDir, task)))
     ).flat();
     const unique = new Set(records.map((r) => String(r.sample_id)));
-    const replayed = await server.close();
+    // Every workflow's history, samples' included.
+    const replayed = await server.close({ types: STEWARD_WORKFLOW_TYPES });
+    for (const each of launched) {
+      refused += each.stderr().split('reached the workflow outside a workflow task').length - 1;
+    }
     closed = true;
     return {
       round: options.round,
@@ -168,6 +182,7 @@ export async function soakRound(options: RoundOptions): Promise<RoundResult> {
       recalled: ids.filter((id) => (calls.get(id)?.length ?? 0) > 1).length,
       inFlightAtKills,
       orphans,
+      refused,
       replayedRuns: replayed.runs,
       seconds: Math.round((Date.now() - started) / 1000),
     };
@@ -273,6 +288,7 @@ export function soakTable(results: RoundResult[], seed: number): string {
     'recalled',
     'in flight at kills',
     'orphans',
+    'refused',
     'runs replayed',
     's',
   ];
@@ -286,6 +302,7 @@ export function soakTable(results: RoundResult[], seed: number): string {
     String(r.recalled),
     String(r.inFlightAtKills),
     String(r.orphans),
+    String(r.refused),
     String(r.replayedRuns),
     String(r.seconds),
   ];
@@ -301,6 +318,7 @@ export function soakTable(results: RoundResult[], seed: number): string {
     sum((r) => r.recalled),
     sum((r) => r.inFlightAtKills),
     sum((r) => r.orphans),
+    sum((r) => r.refused),
     sum((r) => r.replayedRuns),
     sum((r) => r.seconds),
   ];

@@ -51,7 +51,16 @@ export async function replayAllRuns(
 }
 
 /** The workflow types Steward's bundle registers: tests' own fixture workflows are not replayed. */
-const STEWARD_WORKFLOW_TYPES = ['evalSet', 'evalTask', 'sampleWorkflow'];
+export const STEWARD_WORKFLOW_TYPES = ['evalSet', 'evalTask', 'sampleWorkflow'];
+
+/**
+ * The workflows that decide on signals, queries and timers as well as on their activities'
+ * results: where a history can record what a replay does not make again. A test run's closing
+ * replay takes these, every run of them; sample workflows (no handlers: each decides on its own
+ * activities' results) are 2,000 of a test run's 2,300 runs and cost its replay minutes, so the
+ * saved-history test and the soak (scripts/soak) replay those.
+ */
+export const DECIDING_WORKFLOW_TYPES = ['evalSet', 'evalTask'];
 
 /** Where tests list eval sets whose workflows replay with another bundle (set by global setup). */
 export const REPLAY_BUNDLES_ENV = 'REPLAY_BUNDLES_FOR_TESTS';
@@ -79,11 +88,14 @@ export interface ReplaySummary {
  * temp dir. What the test run's global teardown and every test's own dev server end with, so no
  * history a test makes, above all by killing processes, goes unreplayed.
  */
-export async function replayEveryRun(client: Client): Promise<ReplaySummary> {
+export async function replayEveryRun(
+  client: Client,
+  { types = STEWARD_WORKFLOW_TYPES }: { types?: string[] } = {},
+): Promise<ReplaySummary> {
   const started = Date.now();
   const others = await readBundleList();
   const runs: { workflowId: string; runId: string }[] = [];
-  const query = `WorkflowType IN (${STEWARD_WORKFLOW_TYPES.map((t) => `'${t}'`).join(', ')})`;
+  const query = `WorkflowType IN (${types.map((t) => `'${t}'`).join(', ')})`;
   for await (const wf of client.workflow.list({ query })) {
     runs.push({ workflowId: wf.workflowId, runId: wf.runId });
   }

@@ -21,7 +21,7 @@ import {
 import { devServerFiles, ensureDevServer, stopDevServer } from '../../src/temporal/devserver';
 import { isAlive } from '../../src/util/processes';
 import { freePort } from '../setup/global-setup';
-import { replayEveryRun, type ReplaySummary } from './replay';
+import { DECIDING_WORKFLOW_TYPES, replayEveryRun, type ReplaySummary } from './replay';
 
 export interface OwnDevServer {
   address: string;
@@ -36,8 +36,11 @@ export interface OwnDevServer {
   kill(): Promise<void>;
   /** Starts it again on the same port and SQLite file. */
   restart(): Promise<void>;
-  /** Replays every history it holds (throwing if one does not), then stops it and the client. */
-  close(): Promise<ReplaySummary>;
+  /**
+   * Replays every run of `types` it holds (default: the eval sets' and tasks'), throwing if one
+   * does not, then stops it and the client.
+   */
+  close(options?: { types?: string[] }): Promise<ReplaySummary>;
 }
 
 /**
@@ -73,10 +76,10 @@ export async function startOwnDevServer(
       const { started } = await ensureDevServer(config, { stewardDir });
       if (!started) throw new Error(`a dev server already answered at ${address}`);
     },
-    async close() {
+    async close({ types = DECIDING_WORKFLOW_TYPES }: { types?: string[] } = {}) {
       try {
-        // Every history this server holds replays before it goes (test/helpers/replay.ts).
-        const replayed = await replayEveryRun(client);
+        // The histories this server holds replay before it goes (test/helpers/replay.ts).
+        const replayed = await replayEveryRun(client, { types });
         process.stderr.write(`replayed ${replayed.runs} runs on ${address} in ${replayed.ms} ms\n`);
         return replayed;
       } finally {

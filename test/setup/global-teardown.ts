@@ -7,7 +7,7 @@ import { rm } from 'node:fs/promises';
 import { Client } from '@temporalio/client';
 import { stopDevServer } from '../../src/temporal/devserver';
 import { openConnection } from '../../src/temporal/open-connection';
-import { replayEveryRun } from '../helpers/replay';
+import { DECIDING_WORKFLOW_TYPES, replayEveryRun } from '../helpers/replay';
 import { testServerDirKey } from './global-setup';
 
 export default async function globalTeardown(): Promise<void> {
@@ -17,9 +17,11 @@ export default async function globalTeardown(): Promise<void> {
     const connection = await openConnection({ address: process.env.TEMPORAL_ADDRESS });
     try {
       const client = new Client({ connection, namespace: process.env.TEMPORAL_NAMESPACE });
-      const { runs, workflows, ms } = await replayEveryRun(client);
+      const { runs, workflows, ms } = await replayEveryRun(client, {
+        types: DECIDING_WORKFLOW_TYPES,
+      });
       process.stderr.write(
-        `Replayed every history the tests left: ${runs} runs of ${workflows} workflows in ${ms} ms\n`,
+        `Replayed every eval set and task history the tests left: ${runs} runs of ${workflows} workflows in ${ms} ms\n`,
       );
     } finally {
       await connection.close();
