@@ -19,11 +19,11 @@ import { stringify } from 'yaml';
 import type { SampleRecord } from '../src/logs/store';
 import { BUSYBOX_IMAGE, ensureBusyboxImage } from '../src/sandbox/image';
 import { startSimProvider, type SimProvider } from '../src/sim/provider';
-import { defaultScript, textOf, type SimScript } from '../src/sim/script';
 import { requireDocker } from './fixtures/docker/docker';
 import { STEWARD_BIN, runCli, tempDir, uniqueName, type CliResult } from './helpers/cli';
 import { processTree, runningOf, waitFor, within, workerPids } from './helpers/processes';
 import { readSampleRecords } from './helpers/results';
+import { timedCallsScript } from './helpers/server';
 
 const TASKS = ['alpha', 'beta'];
 const SAMPLES = 20;
@@ -241,7 +241,7 @@ async function prepare(prefix: string): Promise<Scenario> {
   const sim = await startSimProvider({
     latencyMs: LATENCY_MS,
     jitterMs: JITTER_MS,
-    script: recordingScript(calls),
+    script: timedCallsScript(calls),
   });
   return {
     name,
@@ -258,19 +258,6 @@ const sampleId = (task: string, i: number): string => `${task}-${i + 1}`;
 const prompt = (task: string, i: number): string => `Sample ${sampleId(task, i)}.\nANSWER: ${i}`;
 const allSampleIds = (): string[] =>
   TASKS.flatMap((task) => Array.from({ length: SAMPLES }, (_, i) => sampleId(task, i)));
-
-/**
- * The default script, noting first which sample each call is for: the prompt names it. It runs
- * as the provider admits the call, before the reply's latency.
- */
-function recordingScript(calls: Map<string, number[]>): SimScript {
-  return (request) => {
-    const user = request.messages.filter((m) => m.role === 'user').map((m) => textOf(m.content));
-    const id = /^Sample (\S+)\.$/m.exec(user.join('\n'))?.[1] ?? '(no sample named)';
-    calls.set(id, [...(calls.get(id) ?? []), Date.now()]);
-    return defaultScript(request);
-  };
-}
 
 const launchArgs = (scenario: Scenario): string[] => [
   'launch',

@@ -11,12 +11,12 @@ import * as path from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { stringify } from 'yaml';
 import { startSimProvider } from '../../src/sim/provider';
-import { defaultScript, textOf, type SimScript } from '../../src/sim/script';
+import { mulberry32 } from '../../src/util/random';
 import { STEWARD_BIN, tempDir } from '../../test/helpers/cli';
 import { processTree, runningOf, waitFor, workerPids } from '../../test/helpers/processes';
 import { readSampleRecords } from '../../test/helpers/results';
 import { STEWARD_WORKFLOW_TYPES } from '../../test/helpers/replay';
-import { startOwnDevServer } from '../../test/helpers/server';
+import { startOwnDevServer, timedCallsScript } from '../../test/helpers/server';
 
 export const KILL_KINDS = ['worker', 'launch alone', 'whole launch', 'dev server'] as const;
 export type KillKind = (typeof KILL_KINDS)[number];
@@ -55,21 +55,9 @@ const JITTER_MS = 500;
 /** Low, so tasks and the eval set continue as new several times a round. */
 const SUGGEST_CONTINUE_AS_NEW = 400;
 
-/** A small, seeded generator (mulberry32): the same seed, the same schedule. */
-export function seeded(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
-
 export async function soakRound(options: RoundOptions): Promise<RoundResult> {
   const log = options.log ?? (() => undefined);
-  const rand = seeded(options.seed * 1_000 + options.round);
+  const rand = mulberry32(options.seed * 1_000 + options.round);
   const started = Date.now();
   const dir = await tempDir('steward-soak-');
   const server = await startOwnDevServer(path.join(dir, 'temporal'), {
@@ -79,7 +67,7 @@ export async function soakRound(options: RoundOptions): Promise<RoundResult> {
   const sim = await startSimProvider({
     latencyMs: LATENCY_MS,
     jitterMs: JITTER_MS,
-    script: recordingScript(calls),
+    script: timedCallsScript(calls),
   });
   const name = `soak-${options.seed}-${options.round}`;
   const tasks = Array.from({ length: options.tasks }, (_, t) => `t${t + 1}`);
@@ -222,16 +210,6 @@ async function writeDefinition(
     }),
   );
   return file;
-}
-
-/** The default script, noting which sample each call is for (the prompt names it). */
-function recordingScript(calls: Map<string, number[]>): SimScript {
-  return (request) => {
-    const user = request.messages.filter((m) => m.role === 'user').map((m) => textOf(m.content));
-    const id = /^Sample (\S+)\.$/m.exec(user.join('\n'))?.[1] ?? '(no sample named)';
-    calls.set(id, [...(calls.get(id) ?? []), Date.now()]);
-    return defaultScript(request);
-  };
 }
 
 interface Launcher {

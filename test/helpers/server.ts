@@ -12,7 +12,7 @@ import {
   type SimProvider,
   type SimProviderOptions,
 } from '../../src/sim/provider';
-import { defaultScript, openAiError } from '../../src/sim/script';
+import { defaultScript, openAiError, textOf, type SimScript } from '../../src/sim/script';
 import {
   throwawayDevConfig,
   type JsonValue,
@@ -124,6 +124,19 @@ export async function startRecordingProvider(
     },
   });
   return { provider, calls, refused };
+}
+
+/**
+ * The default script, noting first the time of each call by the sample it is for (a prompt's
+ * `Sample <id>.` line names it). It runs as the provider admits the call, before its latency.
+ */
+export function timedCallsScript(calls: Map<string, number[]>): SimScript {
+  return (request) => {
+    const user = request.messages.filter((m) => m.role === 'user').map((m) => textOf(m.content));
+    const id = /^Sample (\S+)\.$/m.exec(user.join('\n'))?.[1] ?? '(no sample named)';
+    calls.set(id, [...(calls.get(id) ?? []), Date.now()]);
+    return defaultScript(request);
+  };
 }
 
 /** The input line that names a sample, for {@link startRecordingProvider}. */
