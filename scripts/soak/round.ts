@@ -54,13 +54,17 @@ const LATENCY_MS = 2_000;
 const JITTER_MS = 500;
 /** Low, so tasks and the eval set continue as new several times a round. */
 const SUGGEST_CONTINUE_AS_NEW = 400;
+/** What a worker logs when the guard refuses an activation (src/workflows/sequenced-only.ts). */
+const REFUSAL = 'reached the workflow outside a workflow task';
 
 export async function soakRound(options: RoundOptions): Promise<RoundResult> {
   const log = options.log ?? (() => undefined);
   const rand = mulberry32(options.seed * 1_000 + options.round);
   const started = Date.now();
   const dir = await tempDir('steward-soak-');
-  const server = await startOwnDevServer(path.join(dir, 'temporal'), {
+  // The dev server's files and the launches' STEWARD_HOME (its fleet's logs among them).
+  const stewardHome = path.join(dir, 'temporal');
+  const server = await startOwnDevServer(stewardHome, {
     'limit.historyCount.suggestContinueAsNew': SUGGEST_CONTINUE_AS_NEW,
   });
   const calls = new Map<string, number[]>();
@@ -81,12 +85,7 @@ export async function soakRound(options: RoundOptions): Promise<RoundResult> {
   let inFlightAtKills = 0;
   let orphans = 0;
   let refused = 0;
-  const launched: Launcher[] = [];
-  const relaunch = (): Launcher => {
-    const next = launch(file, logDir, dir, env);
-    launched.push(next);
-    return next;
-  };
+  const relaunch = (): Launcher => launch(file, logDir, dir, env);
   let launcher = relaunch();
   let closed = false;
   try {
@@ -156,8 +155,11 @@ export async function soakRound(options: RoundOptions): Promise<RoundResult> {
     const unique = new Set(records.map((r) => String(r.sample_id)));
     // Every workflow's history, samples' included.
     const replayed = await server.close({ types: STEWARD_WORKFLOW_TYPES });
-    for (const each of launched) {
-      refused += each.stderr().split('reached the workflow outside a workflow task').length - 1;
+    // The guard's refusals are logged by the workers that made them, into the fleet's logs.
+    const workerLogs = path.join(stewardHome, 'workers');
+    for (const name of await fs.readdir(workerLogs).catch(() => [])) {
+      const text = await fs.readFile(path.join(workerLogs, name), 'utf8');
+      refused += text.split(REFUSAL).length - 1;
     }
     closed = true;
     return {

@@ -44,18 +44,21 @@ export function lineage(): number[] {
 /**
  * Calls `onOrphaned` once, when an ancestor this process had at the call has died (it no longer
  * exists, or this process has another parent). A process started by init, or already orphaned,
- * has nothing to watch.
+ * has nothing to watch, unless it says which parent it was started under.
  *
- * @param scope `parent` watches the parent alone: for a process whose parent is Steward's own
- *   and watches its lineage itself.
+ * @param options.scope `parent` watches the parent alone: for a process whose parent is
+ *   Steward's own and watches its lineage itself.
+ * @param options.parent the pid this process was started under, as its parent told it. A parent
+ *   that died before the watch began (a worker's start takes seconds) has already handed this
+ *   process to init: without the pid, the process would take init for its parent and never stop.
  * @returns stops watching.
  */
 export function watchLineage(
   onOrphaned: () => void,
-  scope: 'lineage' | 'parent' = 'lineage',
+  options: { scope?: 'lineage' | 'parent'; parent?: number } = {},
 ): () => void {
-  const parent = process.ppid;
-  const ancestors = scope === 'parent' ? [parent] : lineage();
+  const parent = options.parent ?? process.ppid;
+  const ancestors = options.scope === 'parent' ? [parent] : lineage();
   // Gone is gone for good: a /proc entry that could not be read once (a busy machine) is not.
   const orphaned = (): boolean => process.ppid !== parent || !ancestors.every(isAlive);
   const timer = setInterval(() => {

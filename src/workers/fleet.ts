@@ -127,6 +127,7 @@ export class Fleet {
       ...this.options.temporal,
       taskQueues: entry.slot.taskQueues,
       bundlePath: this.options.bundlePath,
+      supervisorPid: process.pid,
       ...(this.options.accountsSocket ? { accountsSocket: this.options.accountsSocket } : {}),
       reporting: entry.slot.reporting,
     };

@@ -26,6 +26,8 @@ export interface WorkerProcessConfig {
   tls: boolean;
   taskQueues: string[];
   bundlePath: string;
+  /** The supervisor's pid: the worker stops when that process is gone (see runTaskWorker). */
+  supervisorPid: number;
   /**
    * The supervisor's lease socket: every model call takes its slot from the host's one
    * controller of its account there. Unset: the process owns its accounts and reports them.
@@ -54,6 +56,20 @@ const ORPHAN_EXIT_MS = 15_000;
 
 export async function runTaskWorker(config: WorkerProcessConfig): Promise<void> {
   installRuntime({ shutdownSignals: ['SIGINT', 'SIGTERM'] });
+  // A worker would outlive a supervisor killed with SIGKILL: it notices it was orphaned and
+  // stops, so a relaunch's fleet is the only one serving these queues. Its parent is always a
+  // supervisor, which watches its own lineage. Watched from the start, by the pid the supervisor
+  // gave: one killed while this process was still connecting has already left it to init.
+  const workers: Worker[] = [];
+  const unwatch = watchLineage(
+    () => {
+      console.error('steward: the supervisor that started this worker is gone; stopping');
+      for (const worker of workers) if (worker.getState() === 'RUNNING') worker.shutdown();
+      // Shutting down waits for running samples' grace time; it must not wait forever.
+      setTimeout(() => process.exit(1), workers.length > 0 ? ORPHAN_EXIT_MS : 0).unref();
+    },
+    { scope: 'parent', parent: config.supervisorPid },
+  );
   // The API key (Temporal Cloud) comes from this process's environment, never from the config.
   const apiKey = process.env.TEMPORAL_API_KEY || undefined;
   const target = { address: config.address, tls: config.tls || apiKey !== undefined, apiKey };
@@ -82,32 +98,26 @@ export async function runTaskWorker(config: WorkerProcessConfig): Promise<void> 
   const reports = taskReports(client);
   const activities = createActivities(processDeps({ client, accounts, reports }));
   const sinks = reportSinks(reports, client);
-  const workers = await Promise.all(
-    config.taskQueues.map((taskQueue) =>
-      Worker.create({
-        connection,
-        namespace: config.namespace,
-        taskQueue,
-        workflowBundle: { codePath: config.bundlePath },
-        activities,
-        sinks,
-        maxConcurrentActivityTaskExecutions: MAX_CONCURRENT_SAMPLES,
-        maxConcurrentLocalActivityExecutions: MAX_CONCURRENT_SAMPLES,
-        maxConcurrentWorkflowTaskExecutions: MAX_CONCURRENT_SAMPLES,
-        maxCachedWorkflows: MAX_CONCURRENT_SAMPLES,
-        // Let running samples finish their current step briefly; Temporal re-runs the rest.
-        shutdownGraceTime: '2 seconds',
-      }),
-    ),
+  workers.push(
+    ...(await Promise.all(
+      config.taskQueues.map((taskQueue) =>
+        Worker.create({
+          connection,
+          namespace: config.namespace,
+          taskQueue,
+          workflowBundle: { codePath: config.bundlePath },
+          activities,
+          sinks,
+          maxConcurrentActivityTaskExecutions: MAX_CONCURRENT_SAMPLES,
+          maxConcurrentLocalActivityExecutions: MAX_CONCURRENT_SAMPLES,
+          maxConcurrentWorkflowTaskExecutions: MAX_CONCURRENT_SAMPLES,
+          maxCachedWorkflows: MAX_CONCURRENT_SAMPLES,
+          // Let running samples finish their current step briefly; Temporal re-runs the rest.
+          shutdownGraceTime: '2 seconds',
+        }),
+      ),
+    )),
   );
-  // A worker would outlive a supervisor killed with SIGKILL: it notices it was orphaned and
-  // stops, so a relaunch's fleet is the only one serving these queues. Its parent is always a
-  // supervisor, which watches its own lineage.
-  const unwatch = watchLineage(() => {
-    for (const worker of workers) if (worker.getState() === 'RUNNING') worker.shutdown();
-    // Shutting down waits for running samples' grace time; it must not wait forever.
-    setTimeout(() => process.exit(1), ORPHAN_EXIT_MS).unref();
-  }, 'parent');
   const stopping = new AbortController();
   // Under a supervisor, the accounts' owner reports them, once per account for the whole host.
   const reporting =
