@@ -6,6 +6,7 @@
 import { promises as fs } from 'node:fs';
 import * as path from 'node:path';
 import { Client } from '@temporalio/client';
+import { MockActivityEnvironment } from '@temporalio/testing';
 import { openConnection } from '../src/temporal/open-connection';
 import { createControlActivities } from '../src/activities/control';
 import { thisWorker } from '../src/activities/deps';
@@ -55,7 +56,8 @@ describe('planEvalSet, run by a process with settings of its own', () => {
       now: Date.now,
       worker: thisWorker(),
     });
-    plan = (input) => activities.planEvalSet(input);
+    // In an activity's context, as a worker runs it: planning heartbeats.
+    plan = (input) => new MockActivityEnvironment().run(activities.planEvalSet, input);
     process.chdir(await strangerDir());
   });
 

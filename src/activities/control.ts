@@ -30,6 +30,7 @@ import {
   type TaskStatus,
 } from '../workflows/types';
 import type { TendRecord } from '../workflows/tend-record';
+import { whileBeating } from './beat';
 import type { ActivityDeps } from './deps';
 import { failOnDefinition, failOnLogWrite } from './errors';
 
@@ -39,55 +40,61 @@ const OBSERVE_TIMEOUT_MS = 3_000;
 export function createControlActivities(deps: ActivityDeps) {
   return {
     async planEvalSet(input: EvalSetInput): Promise<EvalSetPlan> {
-      const { definition, hash, logDir } = await pinDefinition(input, deps);
-      // The launch resolved flags, environment and `_steward.yaml` in its own process; this one's
-      // (any process of any fleet) must not count.
-      const { settings: resolved, errors } = resolveSettings({
-        input: input.settings,
-        definition: definition.settings,
+      // Heartbeating: a launch killed while it plans has the plan retried in seconds.
+      return whileBeating(async () => {
+        const { definition, hash, logDir } = await pinDefinition(input, deps);
+        // The launch resolved flags, environment and `_steward.yaml` in its own process; this one's
+        // (any process of any fleet) must not count.
+        const { settings: resolved, errors } = resolveSettings({
+          input: input.settings,
+          definition: definition.settings,
+        });
+        if (errors.length > 0) {
+          throw ApplicationFailure.nonRetryable(
+            errors.map(formatIssue).join('\n'),
+            ErrorType.config,
+          );
+        }
+        await ensureWritable(logDir);
+        // Before any task starts: a task whose records in the log dir are another task's.
+        const refusals = await identityRefusals(deps.logStore(logDir), definition);
+        if (refusals.length > 0) {
+          throw ApplicationFailure.nonRetryable(refusals.join('\n'), ErrorType.config);
+        }
+        // Inspect's `eval-set.json`: `inspect view` shows the tasks' `.eval` logs as one set.
+        await writeEvalSetManifest(
+          logDir,
+          definition.name,
+          definition.tasks.map((task) => ({
+            name: task.name,
+            identity: definition.identities[task.name],
+          })),
+        ).catch((err: unknown) => {
+          throw failOnLogWrite(err);
+        });
+        const sandboxed = definition.tasks.some((task) => task.sandbox !== undefined);
+        // The sandbox budget: the definition's, else what the provider reports (Docker: 2 × CPUs).
+        const settings = {
+          ...resolved,
+          maxSandboxes:
+            resolved.maxSandboxes ??
+            (sandboxed && deps.docker ? await defaultMaxSandboxes(deps.docker) : null),
+        };
+        return {
+          name: definition.name,
+          definition: definition.source,
+          definitionHash: hash,
+          logDir,
+          settings,
+          tasks: definition.tasks.map((task) => ({
+            name: task.name,
+            taskQueue: taskQueueFor(definition.name, task.name),
+            samples: sampleCount(task),
+            model: task.model,
+            sandboxed: task.sandbox !== undefined,
+          })),
+        };
       });
-      if (errors.length > 0) {
-        throw ApplicationFailure.nonRetryable(errors.map(formatIssue).join('\n'), ErrorType.config);
-      }
-      await ensureWritable(logDir);
-      // Before any task starts: a task whose records in the log dir are another task's.
-      const refusals = await identityRefusals(deps.logStore(logDir), definition);
-      if (refusals.length > 0) {
-        throw ApplicationFailure.nonRetryable(refusals.join('\n'), ErrorType.config);
-      }
-      // Inspect's `eval-set.json`: `inspect view` shows the tasks' `.eval` logs as one set.
-      await writeEvalSetManifest(
-        logDir,
-        definition.name,
-        definition.tasks.map((task) => ({
-          name: task.name,
-          identity: definition.identities[task.name],
-        })),
-      ).catch((err: unknown) => {
-        throw failOnLogWrite(err);
-      });
-      const sandboxed = definition.tasks.some((task) => task.sandbox !== undefined);
-      // The sandbox budget: the definition's, else what the provider reports (Docker: 2 × CPUs).
-      const settings = {
-        ...resolved,
-        maxSandboxes:
-          resolved.maxSandboxes ??
-          (sandboxed && deps.docker ? await defaultMaxSandboxes(deps.docker) : null),
-      };
-      return {
-        name: definition.name,
-        definition: definition.source,
-        definitionHash: hash,
-        logDir,
-        settings,
-        tasks: definition.tasks.map((task) => ({
-          name: task.name,
-          taskQueue: taskQueueFor(definition.name, task.name),
-          samples: sampleCount(task),
-          model: task.model,
-          sandboxed: task.sandbox !== undefined,
-        })),
-      };
     },
 
     /**
@@ -146,16 +153,18 @@ export function createControlActivities(deps: ActivityDeps) {
     },
 
     async writeEvalSetSummary(result: EvalSetResult): Promise<void> {
-      await deps
-        .logStore(result.log_dir)
-        .writeEvalSetSummary({
-          ...result,
-          version: 1,
-          completed_at: new Date(deps.now()).toISOString(),
-        })
-        .catch((err: unknown) => {
-          throw failOnLogWrite(err);
-        });
+      await whileBeating(() =>
+        deps
+          .logStore(result.log_dir)
+          .writeEvalSetSummary({
+            ...result,
+            version: 1,
+            completed_at: new Date(deps.now()).toISOString(),
+          })
+          .catch((err: unknown) => {
+            throw failOnLogWrite(err);
+          }),
+      );
     },
   };
 }

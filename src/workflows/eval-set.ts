@@ -90,9 +90,12 @@ export const UNKNOWN_SIGNALS_LAST_PATCH = 'unknown-signals-last';
 export const HAND_OVER_HOLDS_STARTS_PATCH = 'hand-over-holds-starts';
 
 // Bad input fails these at once (non-retryable); the attempts are for infrastructure (a disk, a
-// restarting server), about ten minutes of it, after which the eval set fails saying why.
+// restarting server), about ten minutes of it, after which the eval set fails saying why. They
+// heartbeat: a launch killed while it planned has its plan retried within the heartbeat timeout
+// by the next launch's workers, not after the ten minutes (the soak's stalled relaunch).
 const { planEvalSet, writeEvalSetSummary } = proxyActivities<ControlActivities>({
   startToCloseTimeout: '10 minutes',
+  heartbeatTimeout: '30 seconds',
   retry: { maximumInterval: '30 seconds', maximumAttempts: 20 },
 });
 
