@@ -100,9 +100,11 @@ export async function soakRound(options: RoundOptions): Promise<RoundResult> {
       log(`round ${options.round}: kill ${k + 1}, ${kind}, ${inFlight} samples in flight`);
       switch (kind) {
         case 'worker': {
+          // Drawn whether or not a worker runs now, so the schedule's later draws do not move.
+          const pick = rand();
           const workers = await workerPids(launcher.pid);
           if (workers.length > 0)
-            process.kill(workers[Math.floor(rand() * workers.length)]!, 'SIGKILL');
+            process.kill(workers[Math.floor(pick * workers.length)]!, 'SIGKILL');
           break;
         }
         case 'launch alone': {
