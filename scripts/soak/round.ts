@@ -85,7 +85,12 @@ export async function soakRound(options: RoundOptions): Promise<RoundResult> {
   let inFlightAtKills = 0;
   let orphans = 0;
   let refused = 0;
-  const relaunch = (): Launcher => launch(file, logDir, dir, env);
+  const launched: Launcher[] = [];
+  const relaunch = (): Launcher => {
+    const next = launch(file, logDir, dir, env);
+    launched.push(next);
+    return next;
+  };
   let launcher = relaunch();
   let closed = false;
   try {
@@ -157,12 +162,14 @@ export async function soakRound(options: RoundOptions): Promise<RoundResult> {
     const unique = new Set(records.map((r) => String(r.sample_id)));
     // Every workflow's history, samples' included.
     const replayed = await server.close({ types: STEWARD_WORKFLOW_TYPES });
-    // The guard's refusals are logged by the workers that made them, into the fleet's logs.
+    // The guard's refusals are logged by the processes that made them: an eval set's by its
+    // launch (the control worker), a task's by its worker process, into the fleet's logs.
     const workerLogs = path.join(stewardHome, 'workers');
+    const logs = [...launched.map((each) => each.stderr())];
     for (const name of await fs.readdir(workerLogs).catch(() => [])) {
-      const text = await fs.readFile(path.join(workerLogs, name), 'utf8');
-      refused += text.split(REFUSAL).length - 1;
+      logs.push(await fs.readFile(path.join(workerLogs, name), 'utf8'));
     }
+    for (const text of logs) refused += text.split(REFUSAL).length - 1;
     closed = true;
     return {
       round: options.round,
