@@ -57,8 +57,8 @@ async function main(): Promise<void> {
     stdio: ['ignore', 'pipe', 'inherit'],
   });
   await new Promise<void>((resolve) => server.stdout.once('data', () => resolve()));
-  const client = new LeaseClient(socketPath, { evalSetId: 'bench', tasks: ['t'] });
-  const leased = await measure(client.slots(ACCOUNT));
+  const client = new LeaseClient(socketPath);
+  const leased = await measure(client.slots(ACCOUNT, { evalSetId: 'bench', tasks: ['t'] }));
   client.close();
   server.kill();
   console.log(`${CALLS} sequential acquires, ${WARMUP} warm-up, on ${os.cpus().length} cores`);

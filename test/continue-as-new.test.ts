@@ -9,7 +9,6 @@ import {
   evalSetWorkflowId,
   samplesDoneSignal,
   type EvalTaskInput,
-  taskQueueFor,
   taskWorkflowId,
 } from '../src/workflows/types';
 import { startOwnDevServer, type OwnDevServer } from './helpers/server';
@@ -94,7 +93,7 @@ describe('continue-as-new without draining', () => {
     // Without a sandbox, samples admitted together share a workflow, at most 16 to one; every
     // sample ran in exactly one of them.
     const samples = new Map<string, string[]>();
-    const query = `WorkflowType = 'sampleWorkflow' AND TaskQueue = '${taskQueueFor(name, 'big')}'`;
+    const query = `WorkflowType = 'sampleWorkflow' AND WorkflowId STARTS_WITH '${taskWorkflowId(evalSetWorkflowId(name), 'big')}/'`;
     for await (const wf of client.workflow.list({ query })) {
       samples.set(wf.workflowId, [...(samples.get(wf.workflowId) ?? []), wf.status.name]);
     }

@@ -14,28 +14,33 @@ import { expectedSlots, runSupervisor, wantedSlots } from '../src/workers/superv
 import {
   STEWARD_TASK_QUEUE,
   evalSetWorkflowId,
+  slotQueueFor,
   taskQueueFor,
   taskWorkflowId,
   type EvalSetStatus,
   type TaskStatus,
 } from '../src/workflows/types';
+import { leastLoadedSlot, slotCount, type HostCapacity } from '../src/core/slots';
 import { tempDir, uniqueName, writeEvalSet } from './helpers/cli';
 
 const NAMES = ['a', 'b', 'c', 'd', 'e'];
+/** Two CPUs and plenty of memory: four slots at most (src/core/slots.ts). */
+const HOST: HostCapacity = { cpus: 2, totalBytes: 24 * 1024 ** 3, headroomBytes: 20 * 1024 ** 3 };
 
+/** The status once `running` have started, each on the slot the eval set assigns it. */
 function statusWith(settings: ResolvedSettings, running: string[]): EvalSetStatus {
+  const slots = slotCount(NAMES.length, settings.maxWorkers, HOST);
+  const assigned: number[] = [];
   return {
     eval_set: 'es',
     state: 'running',
     settings,
-    tasks: NAMES.map(
-      (name) =>
-        ({
-          name,
-          state: running.includes(name) ? 'running' : 'waiting',
-          taskQueue: taskQueueFor('es', name),
-        }) as TaskStatus,
-    ),
+    tasks: NAMES.map((name) => {
+      if (!running.includes(name)) return { name, state: 'waiting', taskQueue: '' } as TaskStatus;
+      const k = leastLoadedSlot(slots, assigned);
+      assigned.push(k);
+      return { name, state: 'running', taskQueue: slotQueueFor('es', k) } as TaskStatus;
+    }),
     ramp_history: [],
     holds: { global: null, tasks: {} },
   };
@@ -43,29 +48,47 @@ function statusWith(settings: ResolvedSettings, running: string[]): EvalSetStatu
 
 describe('expectedSlots: the slots an eval set about to start will want first', () => {
   test.each([
-    ['one process a task, every task at once', {}, NAMES],
-    ['max_tasks 2', { max_tasks: 2 }, ['a', 'b']],
-    ['max_workers 2: packed, every task at once', { max_workers: 2 }, NAMES],
-    ['max_workers 2 and max_tasks 1', { max_workers: 2, max_tasks: 1 }, ['a']],
-    ['max_workers 3 and max_tasks 4', { max_workers: 3, max_tasks: 4 }, ['a', 'b', 'c', 'd']],
-  ])('%s: the same slots as the status wants once those tasks run', (_, knobs, first) => {
+    ['sized to the host: 4 slots for 5 tasks, every task at once', {}, NAMES, 4],
+    ['max_tasks 2', { max_tasks: 2 }, ['a', 'b'], 2],
+    ['max_workers 2, every task at once', { max_workers: 2 }, NAMES, 2],
+    ['max_workers 2 and max_tasks 1', { max_workers: 2, max_tasks: 1 }, ['a'], 1],
+    ['max_workers 3 and max_tasks 4', { max_workers: 3, max_tasks: 4 }, ['a', 'b', 'c', 'd'], 3],
+    ['max_workers 9: no more slots than tasks', { max_workers: 9 }, NAMES, 5],
+  ])('%s: the same slots as the status wants once those tasks run', (_, knobs, first, count) => {
     const settings = withDefaults(knobs);
     const tasks = NAMES.map((name) => ({ name }));
-    const expected = expectedSlots('steward-es', 'es', tasks, settings);
+    const expected = expectedSlots('steward-es', 'es', tasks, settings, HOST);
     expect(expected).toEqual(wantedSlots('steward-es', statusWith(settings, first)));
-    expect(expected.length).toBeGreaterThan(0);
-    // Every queue a first task runs on is served, and no slot serves none of them.
-    const served = expected.flatMap((s) => s.taskQueues);
-    for (const name of first) expect(served).toContain(taskQueueFor('es', name));
+    // One process a slot, each serving its slot's one queue.
+    expect(expected.map((s) => s.taskQueues)).toEqual(
+      Array.from({ length: count }, (_, i) => [slotQueueFor('es', i + 1)]),
+    );
     for (const slot of expected) {
-      expect(slot.taskQueues.some((q) => first.some((n) => q === taskQueueFor('es', n)))).toBe(
-        true,
-      );
-      expect(slot.reporting).toMatchObject({
+      expect(slot.reporting).toEqual({
         evalSetId: 'steward-es',
         connections: { type: 'adaptive', ...SETTINGS_DEFAULTS.connections },
+        intervalMs: settings.tendIntervalMs,
       });
     }
+  });
+
+  test("an eval set planned before worker slots keeps each task's own queue, packed as then", () => {
+    const settings = withDefaults({ max_workers: 2 });
+    const status: EvalSetStatus = {
+      ...statusWith(settings, []),
+      tasks: NAMES.map(
+        (name) =>
+          ({
+            name,
+            state: name === 'e' ? 'waiting' : 'running',
+            taskQueue: taskQueueFor('es', name),
+          }) as TaskStatus,
+      ),
+    };
+    expect(wantedSlots('steward-es', status).map((s) => [s.id, s.taskQueues])).toEqual([
+      ['es-worker-1', ['a', 'c', 'e'].map((n) => taskQueueFor('es', n))],
+      ['es-worker-2', ['b', 'd'].map((n) => taskQueueFor('es', n))],
+    ]);
   });
 });
 
@@ -121,7 +144,7 @@ describe('a supervisor given the expected slots', () => {
       await supervisor;
     }
     const started = events.filter((e) => e.kind === 'started');
-    expect(started.map((e) => e.slot).sort()).toEqual([`${name}-worker-1`, `${name}-worker-2`]);
+    expect(started.map((e) => e.slot).sort()).toEqual([`${name}-slot-1`, `${name}-slot-2`]);
     expect(events.filter((e) => e.kind === 'exited' && e.restartInMs !== undefined)).toEqual([]);
     const firstTask = Math.min(
       ...(await Promise.all(

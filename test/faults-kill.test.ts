@@ -3,8 +3,9 @@
  * server, the real Docker daemon (a sandbox with its own network per sample) and the simulated
  * provider over real HTTP, with replies slow enough that samples are in flight at the kill:
  *
- * - the task workers killed: the supervisor restarts them, and the killed samples run again
- *   within seconds (the heartbeat timeout), not minutes;
+ * - the task worker killed, one process serving both tasks from its slot (`max_workers: 1`): the
+ *   supervisor restarts it, both tasks go on, and the killed samples run again within seconds
+ *   (the heartbeat timeout), not minutes;
  * - the whole `steward launch` killed (the launcher and its workers): launching the same file
  *   again re-attaches to the running eval set and finishes it.
  *
@@ -54,6 +55,8 @@ interface Scenario {
   sim: SimProvider;
   /** Arrival times of the model calls the provider received, by sample id. */
   calls: Map<string, number[]>;
+  /** Worker processes serving the tasks: one a task, or `max_workers`. */
+  workers: number;
 }
 
 /** What the test knew at the moment of the kill. */
@@ -79,7 +82,7 @@ beforeAll(async () => {
   await ensureBusyboxImage(docker);
 });
 
-describe('the task workers killed with SIGKILL mid-run', () => {
+describe('the task worker serving both tasks killed with SIGKILL mid-run', () => {
   let scenario: Scenario;
   let launcher: Launcher;
   let kill: Kill;
@@ -87,14 +90,14 @@ describe('the task workers killed with SIGKILL mid-run', () => {
   let result: CliResult;
 
   beforeAll(async () => {
-    scenario = await prepare('faults-worker');
+    scenario = await prepare('faults-worker', { maxWorkers: 1 });
     launcher = launch(scenario);
     await waitUntilMidRun(scenario, launcher);
     kill = await killNow(scenario, await workerPids(launcher.pid));
     restarted = await waitFor('the supervisor to restart the killed workers', async () => {
       const workers = await workerPids(launcher.pid);
       const fresh = workers.filter((pid) => !kill.pids.includes(pid));
-      return fresh.length === TASKS.length ? fresh : undefined;
+      return fresh.length === 1 ? fresh : undefined;
     });
     const { code } = await within('the run to finish', launcher.exited, RUN_DEADLINE_MS).catch(
       async (err: Error) => {
@@ -114,9 +117,9 @@ describe('the task workers killed with SIGKILL mid-run', () => {
     await scenario?.sim.close();
   });
 
-  test('the supervisor restarts the killed workers', () => {
-    expect(kill.pids).toHaveLength(TASKS.length);
-    expect(restarted).toHaveLength(TASKS.length);
+  test('the supervisor restarts the killed worker, one process for both tasks', () => {
+    expect(kill.pids).toHaveLength(1);
+    expect(restarted).toHaveLength(1);
   });
 
   test('completes with exit 0, every sample recorded exactly once', async () => {
@@ -205,7 +208,10 @@ describe('the whole `steward launch` killed with SIGKILL mid-run, then launched 
 });
 
 /** Writes a sandboxed eval set with a unique input per sample, and starts its provider. */
-async function prepare(prefix: string): Promise<Scenario> {
+async function prepare(
+  prefix: string,
+  { maxWorkers }: { maxWorkers?: number } = {},
+): Promise<Scenario> {
   const dir = await tempDir();
   const name = uniqueName(prefix);
   // A network per sample (no `network_mode`), so network leaks show as well as containers.
@@ -228,6 +234,7 @@ async function prepare(prefix: string): Promise<Scenario> {
       name,
       model: 'openai-api/sim/faults',
       max_samples: MAX_SAMPLES,
+      ...(maxWorkers === undefined ? {} : { max_workers: maxWorkers }),
       tasks: TASKS.map((task) => ({
         name: task,
         dataset: `${task}.jsonl`,
@@ -251,6 +258,7 @@ async function prepare(prefix: string): Promise<Scenario> {
     env: { ...process.env, SIM_BASE_URL: sim.url, SIM_API_KEY: 'sim' },
     sim,
     calls,
+    workers: maxWorkers ?? TASKS.length,
   };
 }
 
@@ -286,7 +294,7 @@ function launch(scenario: Scenario): Launcher {
 }
 
 /**
- * Waits until both tasks' workers run, some samples are recorded, and every task has a call
+ * Waits until the tasks' workers run, some samples are recorded, and every task has a call
  * received less than {@link LATENCY_MS} ago: a kill now leaves samples of every kind, recorded,
  * running with a call certainly unanswered (in each task's worker), and waiting.
  *
@@ -308,7 +316,7 @@ async function waitUntilMidRun(scenario: Scenario, launcher: Launcher): Promise<
     const recorded = await recordedSamples(scenario.logDir);
     if (recorded.size < TASKS.length * 2) return undefined;
     const workers = await workerPids(launcher.pid);
-    return workers.length === TASKS.length ? true : undefined;
+    return workers.length === scenario.workers ? true : undefined;
   });
 }
 

@@ -20,7 +20,7 @@ import { openConnection } from '../src/temporal/open-connection';
 import { ErrorType } from '../src/errors';
 import type { SampleErrorRecord } from '../src/logs/store';
 import { BUSYBOX_IMAGE, ensureBusyboxImage } from '../src/sandbox/image';
-import { evalSetWorkflowId, taskQueueFor } from '../src/workflows/types';
+import { evalSetWorkflowId, taskWorkflowId } from '../src/workflows/types';
 import { requireDocker } from './fixtures/docker/docker';
 import { expectExit, runCli, STEWARD_BIN, tempDir, uniqueName, writeEvalSet } from './helpers/cli';
 import { samplesRunBy } from './helpers/histories';
@@ -93,13 +93,16 @@ async function recorded(
  * Every execution of every sample workflow on a task's queue: workflow id -> statuses, and the
  * sample indices they ran, all together (samples without a sandbox share workflows).
  */
+/** The sample workflows of task `task` of eval set `name` (ids: src/workflows/types.ts). */
 async function sampleWorkflows(
   client: Client,
-  queue: string,
+  name: string,
+  task: string,
 ): Promise<{ statuses: Map<string, string[]>; samples: number[] }> {
   const statuses = new Map<string, string[]>();
   const runs: Array<{ workflowId: string; runId: string }> = [];
-  const query = `WorkflowType = 'sampleWorkflow' AND TaskQueue = '${queue}'`;
+  const taskId = taskWorkflowId(evalSetWorkflowId(name), task);
+  const query = `WorkflowType = 'sampleWorkflow' AND WorkflowId STARTS_WITH '${taskId}/'`;
   for await (const wf of client.workflow.list({ query })) {
     statuses.set(wf.workflowId, [...(statuses.get(wf.workflowId) ?? []), wf.status.name]);
     runs.push(wf);
@@ -227,7 +230,7 @@ describe('a Temporal dev server killed -9 mid-run and restarted on the same data
         expect(new Set(records.map((r) => r.worker.pid)).size).toBe(1);
         expect(await recorded(logDir, task, 'errors')).toEqual([]);
         // Each sample run by one sample workflow, none repeated, failed or left running.
-        const workflows = await sampleWorkflows(server.client, taskQueueFor(name, task));
+        const workflows = await sampleWorkflows(server.client, name, task);
         expect(workflows.samples).toEqual(Array.from({ length: SAMPLES }, (_, i) => i));
         const odd = [...workflows.statuses].filter(
           ([, s]) => s.length !== 1 || s[0] !== 'COMPLETED',
@@ -348,7 +351,7 @@ describe('launching again', () => {
       // A sample's error record goes once it completes (docs/log-format.md).
       expect(await recorded(logDir, 'flaky', 'errors')).toEqual([]);
       // The relaunch started each failed sample again and no other.
-      const workflows = await sampleWorkflows(client, taskQueueFor(name, 'flaky'));
+      const workflows = await sampleWorkflows(client, name, 'flaky');
       const again = failing.map((id) => Number(id.slice('flaky-'.length)) - 1);
       expect(workflows.samples).toEqual(
         [...Array.from({ length: SAMPLES }, (_, i) => i), ...again].sort((a, b) => a - b),

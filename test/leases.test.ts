@@ -41,7 +41,7 @@ describe('call-slot leases over a Unix socket', () => {
   }
 
   function client(): LeaseClient {
-    const c = new LeaseClient(server.socketPath, USER);
+    const c = new LeaseClient(server.socketPath);
     clients.push(c);
     return c;
   }
@@ -53,8 +53,8 @@ describe('call-slot leases over a Unix socket', () => {
 
   test('two processes share the one limit of 20; a release admits the next caller', async () => {
     await start();
-    const a = client().slots(ACCOUNT);
-    const b = client().slots(ACCOUNT);
+    const a = client().slots(ACCOUNT, USER);
+    const b = client().slots(ACCOUNT, USER);
     const held = await Promise.all([
       ...Array.from({ length: 12 }, () => a.acquire()),
       ...Array.from({ length: 8 }, () => b.acquire()),
@@ -75,10 +75,26 @@ describe('call-slot leases over a Unix socket', () => {
     await until(() => host.snapshot()[0].inFlight === 0, 5_000);
   });
 
+  test("one process serving a slot's tasks names each call's task, as they come", async () => {
+    await start();
+    const c = client();
+    const first = await c.slots(ACCOUNT, USER).acquire();
+    expect(host.snapshot()[0].users).toEqual({ 'steward-e': ['t'] });
+    // A task assigned to the same slot later, and another eval set's task on the same account.
+    const second = await c.slots(ACCOUNT, { evalSetId: 'steward-e', tasks: ['u'] }).acquire();
+    const third = await c.slots(ACCOUNT, { evalSetId: 'steward-f', tasks: ['t'] }).acquire();
+    expect(host.snapshot()[0]).toMatchObject({
+      inFlight: 3,
+      users: { 'steward-e': ['t', 'u'], 'steward-f': ['t'] },
+    });
+    for (const release of [first, second, third]) release({ kind: 'success' });
+    expect(host.drain('steward-e').map((r) => r.tasks)).toEqual([['t', 'u']]);
+  });
+
   test("a worker's rate limit cuts the host's controller, and its retries are counted there", async () => {
     await start();
     const c = client();
-    const release = await c.slots(ACCOUNT).acquire();
+    const release = await c.slots(ACCOUNT, USER).acquire();
     c.retried(ACCOUNT.key);
     release({ kind: 'rateLimit', retryAfterMs: 1_000 });
     await until(() => host.snapshot()[0].cuts === 1, 5_000);
@@ -89,7 +105,7 @@ describe('call-slot leases over a Unix socket', () => {
 
   test('an aborted wait leaves the queue without taking a slot', async () => {
     await start();
-    const slots = client().slots(ACCOUNT);
+    const slots = client().slots(ACCOUNT, USER);
     const held = await Promise.all(Array.from({ length: 20 }, () => slots.acquire()));
     const abort = new AbortController();
     const waiting = slots.acquire(abort.signal);
@@ -138,7 +154,7 @@ describe('call-slot leases over a Unix socket', () => {
 
   test('a live client holding a slot longer than the TTL keeps it (it renews)', async () => {
     await start(3_000);
-    const release = await client().slots(ACCOUNT).acquire();
+    const release = await client().slots(ACCOUNT, USER).acquire();
     await new Promise((r) => setTimeout(r, 5_000));
     expect(host.snapshot()[0].inFlight).toBe(1);
     release({ kind: 'success' });
@@ -154,7 +170,7 @@ describe('call-slot leases over a Unix socket', () => {
     );
     expect(JSON.parse(reply)).toEqual({ t: 'refuse', id: 1, error: 'unknown account 9' });
     socket.destroy();
-    const release = await client().slots(ACCOUNT).acquire();
+    const release = await client().slots(ACCOUNT, USER).acquire();
     release({ kind: 'success' });
   });
 });

@@ -17,12 +17,11 @@ async function drive(url: string, calls: number, parallel: number, paced: boolea
   const host = new AccountHost({ now: Date.now, owner: thisWorker() });
   const accounts = new ProviderAccounts({
     source: host,
-    user: { evalSetId: 'e', tasks: ['t'] },
     connections: { type: 'fixed', n: 100 },
     env,
   });
   const raw = createModel(MODEL, {}, env, paced ? accounts.hooks(MODEL) : {});
-  const model = accounts.govern(MODEL, raw);
+  const model = accounts.govern(MODEL, raw, { evalSetId: 'e', tasks: ['t'] });
   let next = 0;
   const pacingSeen: boolean[] = [];
   await Promise.all(

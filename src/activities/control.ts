@@ -11,6 +11,7 @@ import { innermostCause } from '../client/status';
 import { resolveSettings } from '../config/settings';
 import { identityRefusals } from '../definition/identity';
 import { sampleCount } from '../definition/samples';
+import { slotCount } from '../core/slots';
 import { snapshotDefinition } from '../loader/snapshot';
 import { bounded } from '../temporal/bounded';
 import { writeEvalSetManifest } from '../logs/inspect/write';
@@ -19,7 +20,6 @@ import { ErrorType, formatIssue } from '../errors';
 import { checkLogDir } from '../logs/store';
 import { defaultMaxSandboxes } from '../sandbox/budget';
 import {
-  taskQueueFor,
   taskStatusQuery,
   type EvalSetInput,
   type EvalSetPlan,
@@ -31,7 +31,7 @@ import {
 } from '../workflows/types';
 import type { TendRecord } from '../workflows/tend-record';
 import { whileBeating } from './beat';
-import type { ActivityDeps } from './deps';
+import { thisHostCapacity, type ActivityDeps } from './deps';
 import { failOnDefinition, failOnLogWrite } from './errors';
 
 /** A query to a task whose worker is down would otherwise wait for one. */
@@ -88,11 +88,16 @@ export function createControlActivities(deps: ActivityDeps) {
           settings,
           tasks: definition.tasks.map((task) => ({
             name: task.name,
-            taskQueue: taskQueueFor(definition.name, task.name),
             samples: sampleCount(task),
             model: task.model,
             sandboxed: task.sandbox !== undefined,
           })),
+          // Sized on the host that plans: the launch's, whose supervisor starts the first slots.
+          slots: slotCount(
+            definition.tasks.length,
+            settings.maxWorkers,
+            (deps.hostCapacity ?? thisHostCapacity)(),
+          ),
         };
       });
     },

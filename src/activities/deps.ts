@@ -7,7 +7,10 @@ import type { Client } from '@temporalio/client';
 import { ApplicationFailure } from '@temporalio/common';
 import type Dockerode from 'dockerode';
 import type { EvalSetDefinition, Model, TaskDefinition } from '../definition/types';
+import { capacityOf, type HostCapacity } from '../core/slots';
+import type { AccountUser } from '../models/account-host';
 import { ErrorType } from '../errors';
+import { readHostMemory } from '../util/host-memory';
 import type { LogStore } from '../logs/store';
 import type { TaskReports } from './reports';
 
@@ -25,8 +28,11 @@ export interface DefinitionRef {
 export interface ActivityDeps {
   /** Loads (and caches, by hash) an eval set's definition from its snapshot. */
   definition(ref: DefinitionRef): Promise<EvalSetDefinition>;
-  /** Returns this process's model for a name and arguments (one per provider account). */
-  model(name: string, args: Record<string, unknown>): Model;
+  /**
+   * Returns this process's model for a name and arguments, its calls through their provider
+   * account's controller, counted for `user` (the eval set and task they are made for).
+   */
+  model(name: string, args: Record<string, unknown>, user?: AccountUser): Model;
   logStore(dir: string): LogStore;
   /** Needed only by the control activities that observe running tasks. */
   client?: Client;
@@ -37,6 +43,13 @@ export interface ActivityDeps {
   env: NodeJS.ProcessEnv;
   now(): number;
   worker: { pid: number; host: string };
+  /** What this host offers worker slots, read when the eval set plans (default: read it). */
+  hostCapacity?(): HostCapacity;
+}
+
+/** This host's CPUs and memory, read now. */
+export function thisHostCapacity(): HostCapacity {
+  return capacityOf(os.availableParallelism(), readHostMemory());
 }
 
 export function thisWorker(): ActivityDeps['worker'] {

@@ -18,7 +18,7 @@ import { reapSandboxes } from '../sandbox/cleanup';
 import { withSandbox } from '../sandbox/docker';
 import { BUSYBOX_IMAGE, ensureBusyboxImage } from '../sandbox/image';
 import type { SandboxOwner, SandboxSpec } from '../sandbox/types';
-import type { SampleDone, SampleInput } from '../workflows/types';
+import { evalSetIdOfTask, type SampleDone, type SampleInput } from '../workflows/types';
 import { findTask, type ActivityDeps } from './deps';
 import { failOnDefinition, toFailure } from './errors';
 
@@ -85,7 +85,13 @@ export function createSampleActivities(deps: ActivityDeps) {
         const earlier = retries.length > 0 ? { error_retries: retries } : {};
         try {
           const sampleCtx: SampleContext = {
-            model: watchedModel(deps.model(task.model, task.modelArgs), watch),
+            model: watchedModel(
+              deps.model(task.model, task.modelArgs, {
+                evalSetId: evalSetIdOfTask(input.parentId),
+                tasks: [task.name],
+              }),
+              watch,
+            ),
             heartbeat: () => watch.progress(),
             signal,
           };

@@ -214,10 +214,16 @@ export function createTaskActivities(deps: ActivityDeps) {
      * its activity, one workflow task before its workflow completes; the task's worker process must
      * outlive that last step, or the sample would stay open with no worker to close it.
      */
-    async awaitSamplesClosed(args: { taskQueue: string }): Promise<number> {
+    async awaitSamplesClosed(_args: { taskQueue: string }): Promise<number> {
       const client = deps.client;
       if (!client) throw new Error('awaitSamplesClosed needs a Temporal client');
-      const query = `WorkflowType = 'sampleWorkflow' AND TaskQueue = '${args.taskQueue}' AND ExecutionStatus = 'Running'`;
+      // This task's samples, by their ids (sampleWorkflowId): a worker slot's queue serves other
+      // tasks' samples too, which this task's end must not wait for.
+      const taskId = Context.current().info.workflowExecution?.workflowId;
+      if (!taskId) throw new Error('awaitSamplesClosed is run by a task workflow');
+      const query =
+        `WorkflowType = 'sampleWorkflow' AND WorkflowId STARTS_WITH '${taskId}/' AND ` +
+        `ExecutionStatus = 'Running'`;
       const deadline = deps.now() + CLOSE_WAIT_MS;
       for (;;) {
         const { count } = await client.workflow.count(query);

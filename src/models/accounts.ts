@@ -30,8 +30,6 @@ export class ModelCallError extends Error {
 export interface ProviderAccountsOptions {
   /** Where calls get their slots. */
   source: SlotSource;
-  /** Whose calls these are (null: nobody reports them). */
-  user: AccountUser | null;
   /** The controller's setting, should this process's call be the account's first on the host. */
   connections: ConnectionsSetting;
   env: NodeJS.ProcessEnv;
@@ -65,10 +63,10 @@ export class ProviderAccounts {
    * The model, with its calls through its account's controller and retried by Steward's policy.
    * `mockllm` has no provider account (no network, no rate limit) and is returned as is.
    */
-  govern(name: string, model: Model): Model {
+  govern(name: string, model: Model, user: AccountUser | null = null): Model {
     if (parseModelName(name).provider === 'mockllm') return model;
     const account = accountRef(name, this.options.env, this.options.connections);
-    const slots = this.options.source.slots(account, this.options.user);
+    const slots = this.options.source.slots(account, user);
     this.used = true;
     // Anthropic always sends a max_tokens, and counts it against output tokens on admission.
     const defaultMaxTokens =

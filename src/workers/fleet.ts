@@ -5,7 +5,8 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import { createWriteStream, mkdirSync } from 'node:fs';
 import * as path from 'node:path';
-import { WORKER_CONFIG_ENV, type WorkerProcessConfig } from './task-worker';
+import * as os from 'node:os';
+import { WORKER_CONFIG_ENV, WORKER_READY, type WorkerProcessConfig } from './task-worker';
 
 /**
  * V8 flags of a worker process. After each full collection V8 lets a heap grow to between 1.1
@@ -49,7 +50,16 @@ export interface FleetOptions {
   logDir: string;
   env?: NodeJS.ProcessEnv;
   onEvent?(event: FleetEvent): void;
+  /**
+   * How many processes start at once (default: one a CPU). A start takes most of a second of CPU
+   * (docs/orchestration.md): a hundred at once made every one of them late, the first included.
+   * The next starts when one says it is ready ({@link WORKER_READY}), exits, or takes too long.
+   */
+  startWidth?: number;
 }
+
+/** A process still not ready after this lets the next one start anyway. */
+const START_TIMEOUT_MS = 15_000;
 
 /** Restart backoff after a crash: fast first, so a killed worker costs seconds. */
 const RESTART_BASE_MS = 500;
@@ -86,9 +96,14 @@ interface Running {
 
 export class Fleet {
   private readonly running = new Map<string, Running>();
+  /** Slots waiting for their process to start, first come first started. */
+  private readonly toStart: Running[] = [];
+  private starting = 0;
+  private readonly startWidth: number;
 
   constructor(private readonly options: FleetOptions) {
     mkdirSync(options.logDir, { recursive: true });
+    this.startWidth = options.startWidth ?? Math.max(1, os.availableParallelism());
   }
 
   /** Makes the fleet exactly `slots`: starts the missing processes and stops the others. */
@@ -119,10 +134,36 @@ export class Fleet {
       exited: Promise.resolve(),
     };
     this.running.set(slot.id, entry);
-    this.spawn(entry);
+    this.requestStart(entry);
   }
 
-  private spawn(entry: Running): void {
+  /** Starts `entry` once fewer than {@link FleetOptions.startWidth} processes are starting. */
+  private requestStart(entry: Running): void {
+    this.toStart.push(entry);
+    this.startNext();
+  }
+
+  private startNext(): void {
+    while (this.starting < this.startWidth && this.toStart.length > 0) {
+      const entry = this.toStart.shift()!;
+      if (entry.stopping) continue;
+      this.starting++;
+      let done = false;
+      const started = (): void => {
+        if (done) return;
+        done = true;
+        clearTimeout(timer);
+        this.starting--;
+        this.startNext();
+      };
+      // A process that never says it is ready must not hold the others back for good.
+      const timer = setTimeout(started, START_TIMEOUT_MS);
+      timer.unref();
+      this.spawn(entry, started);
+    }
+  }
+
+  private spawn(entry: Running, started: () => void): void {
     const config: WorkerProcessConfig = {
       ...this.options.temporal,
       taskQueues: entry.slot.taskQueues,
@@ -144,10 +185,19 @@ export class Fleet {
     });
     child.stdout.pipe(log, { end: false });
     child.stderr.pipe(log, { end: false });
+    let said = '';
+    const listen = (chunk: Buffer): void => {
+      said = (said + chunk.toString()).slice(-2 * WORKER_READY.length);
+      if (!said.includes(WORKER_READY)) return;
+      child.stdout.off('data', listen);
+      started();
+    };
+    child.stdout.on('data', listen);
     entry.child = child;
     entry.startedAt = Date.now();
     entry.exited = new Promise((resolve) => {
       child.once('exit', (code, signal) => {
+        started();
         log.end();
         entry.child = undefined;
         resolve();
@@ -163,7 +213,7 @@ export class Fleet {
           signal,
           restartInMs,
         });
-        entry.restartTimer = setTimeout(() => this.spawn(entry), restartInMs);
+        entry.restartTimer = setTimeout(() => this.requestStart(entry), restartInMs);
       });
     });
     if (child.pid) this.options.onEvent?.({ kind: 'started', slot: entry.slot.id, pid: child.pid });

@@ -33,6 +33,8 @@ interface Link {
   ready: Promise<void>;
   /** Account numbers named on this connection, by key. */
   named: Map<string, number>;
+  /** The users named for each account number (see ClientMessage 'account'). */
+  users: Set<string>;
   waiting: Map<number, Waiting>;
   held: Set<number>;
   open: boolean;
@@ -44,10 +46,7 @@ export class LeaseClient implements SlotSource {
   private nextAccount = 0;
   private readonly renew: NodeJS.Timeout;
 
-  constructor(
-    private readonly socketPath: string,
-    private readonly user: AccountUser | null,
-  ) {
+  constructor(private readonly socketPath: string) {
     this.renew = setInterval(() => {
       const link = this.link;
       if (link?.open && link.held.size + link.waiting.size > 0) this.send(link, { t: 'renew' });
@@ -55,8 +54,8 @@ export class LeaseClient implements SlotSource {
     this.renew.unref();
   }
 
-  slots(account: AccountRef): CallSlots {
-    return { acquire: (signal, cost) => this.acquire(account, signal, cost) };
+  slots(account: AccountRef, user: AccountUser | null): CallSlots {
+    return { acquire: (signal, cost) => this.acquire(account, user, signal, cost) };
   }
 
   observe(key: string, reading: RateLimitReading, sentMsAgo = 0): void {
@@ -81,6 +80,7 @@ export class LeaseClient implements SlotSource {
 
   private async acquire(
     account: AccountRef,
+    user: AccountUser | null,
     signal?: AbortSignal,
     cost?: CallCost,
   ): Promise<Release> {
@@ -96,7 +96,12 @@ export class LeaseClient implements SlotSource {
     if (n === undefined) {
       n = this.nextAccount++;
       link.named.set(account.key, n);
-      this.send(link, { t: 'account', n, account });
+    }
+    // Named once for each of its users: the host counts the account's tasks from these.
+    const named = `${n}\u0000${user ? `${user.evalSetId}\u0000${user.tasks.join('\u0000')}` : ''}`;
+    if (!link.users.has(named)) {
+      link.users.add(named);
+      this.send(link, { t: 'account', n, account, user });
     }
     const id = this.nextId++;
     return new Promise<Release>((resolve, reject) => {
@@ -126,6 +131,7 @@ export class LeaseClient implements SlotSource {
         socket.once('error', reject);
       }),
       named: new Map(),
+      users: new Set(),
       waiting: new Map(),
       held: new Set(),
       open: true,
@@ -151,7 +157,7 @@ export class LeaseClient implements SlotSource {
       link.waiting.clear();
       link.held.clear();
     });
-    this.send(link, { t: 'hello', pid: process.pid, user: this.user });
+    this.send(link, { t: 'hello', pid: process.pid, user: null });
     this.link = link;
     return link;
   }

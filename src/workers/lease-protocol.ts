@@ -11,7 +11,9 @@ export type ClientMessage =
   /** Who the process is; sent first on every connection. */
   | { t: 'hello'; pid: number; user: AccountUser | null }
   /** Names account `n` for the rest of the connection, so acquires stay small. */
-  | { t: 'account'; n: number; account: AccountRef }
+  // Names account `n` on this connection; again for each further user of it (the eval set and
+  // task a call is made for: a worker slot serves several tasks, which come and go).
+  | { t: 'account'; n: number; account: AccountRef; user?: AccountUser | null }
   | { t: 'acquire'; id: number; n: number; cost?: CallCost }
   /** An answer's rate-limit headers, read (for the account's pacing). */
   | { t: 'limits'; n: number; reading: RateLimitReading; sentMsAgo?: number }

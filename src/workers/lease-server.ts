@@ -115,7 +115,10 @@ class Connection {
   readonly held = new Map<number, Release>();
   readonly waiting = new Map<number, AbortController>();
   private readonly accounts = new Map<number, { slots: CallSlots; key: string }>();
-  private user: AccountUser | null = null;
+  /** Whose calls this connection made: from its hello, and from each account it named. */
+  private readonly users = new Map<string, Set<string>>();
+  /** The user a process named in its hello, for accounts it names without one. */
+  private hello: AccountUser | null = null;
   private pid: number | null = null;
   private lastSeen: number;
   private open = true;
@@ -146,11 +149,12 @@ class Connection {
   }
 
   holder(): LeaseHolder | null {
-    if (this.pid === null && this.user === null) return null;
+    if (this.pid === null && this.users.size === 0) return null;
+    const [evalSetId] = this.users.keys();
     return {
       pid: this.pid,
-      evalSetId: this.user?.evalSetId ?? null,
-      tasks: this.user?.tasks ?? [],
+      evalSetId: evalSetId ?? null,
+      tasks: [...this.users.values()].flatMap((tasks) => [...tasks]),
       held: this.held.size,
       waiting: this.waiting.size,
     };
@@ -161,17 +165,27 @@ class Connection {
     if (holding && this.now() - this.lastSeen > ttlMs) this.socket.destroy();
   }
 
+  private note(user: AccountUser | null): void {
+    if (!user) return;
+    const tasks = this.users.get(user.evalSetId) ?? new Set<string>();
+    for (const task of user.tasks) tasks.add(task);
+    this.users.set(user.evalSetId, tasks);
+  }
+
   private receive(message: ClientMessage): void {
     if (!this.open || typeof message !== 'object' || message === null) return;
     this.lastSeen = this.now();
     switch (message.t) {
       case 'hello':
-        this.user = validUser(message.user);
+        this.hello = validUser(message.user);
+        this.note(this.hello);
         this.pid = Number.isInteger(message.pid) ? message.pid : null;
         return;
       case 'account':
         if (Number.isInteger(message.n) && validAccount(message.account)) {
-          const slots = this.host.slots(message.account, this.user);
+          const user = validUser(message.user) ?? this.hello;
+          this.note(user);
+          const slots = this.host.slots(message.account, user);
           this.accounts.set(message.n, { slots, key: message.account.key });
         }
         return;

@@ -11,6 +11,7 @@
  */
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { Client, WorkflowExecutionStatusName } from '@temporalio/client';
+import { evalSetIdOfTask } from '../workflows/types';
 
 /** How often a worker looks: work whose owner is gone ends within about this long. */
 export const OWNER_WATCH_MS = 20_000;
@@ -38,9 +39,7 @@ export function sampleOwner(sampleId: string): { taskId: string; chain: string }
 }
 
 /** A task's workflow id is `<eval set workflow id>/<task>`. */
-export function taskOwner(taskId: string): string {
-  return taskId.slice(0, taskId.lastIndexOf('/'));
-}
+export const taskOwner = evalSetIdOfTask;
 
 /** Ids of the workflows an observation needs described: the owners of what runs. */
 export function ownersToDescribe(tasks: string[], samples: string[]): string[] {

@@ -42,12 +42,12 @@ export function processDeps(
           : loadSnapshot({ logDir: ref.logDir, hash: ref.hash, origin: ref.path }),
       (ref) => ref.hash ?? `path:${ref.path}`,
     ),
-    model(name, args) {
-      const key = `${name}\u0000${JSON.stringify(args)}`;
+    model(name, args, user) {
+      const key = `${name}\u0000${JSON.stringify(args)}\u0000${JSON.stringify(user ?? null)}`;
       let model = models.get(key);
       if (!model) {
         const raw = createModel(name, args, env, options.accounts?.hooks(name));
-        model = options.accounts ? options.accounts.govern(name, raw) : raw;
+        model = options.accounts ? options.accounts.govern(name, raw, user) : raw;
         models.set(key, model);
       }
       return model;

@@ -14,12 +14,14 @@ import { bounded } from '../temporal/bounded';
 import type { ResolvedSettings } from '../config/settings';
 import {
   STEWARD_TASK_QUEUE,
+  slotOfQueue,
+  slotQueueFor,
   statusQuery,
-  taskQueueFor,
   type EvalSetStatus,
   type TaskStatus,
 } from '../workflows/types';
-import { thisWorker } from '../activities/deps';
+import { thisHostCapacity, thisWorker } from '../activities/deps';
+import { slotCount, type HostCapacity } from '../core/slots';
 import { AccountHost } from '../models/account-host';
 import { workflowBundlePath, PACKAGE_ROOT } from './bundle';
 import { Fleet, assignSlots, type FleetEvent, type WorkerSlot } from './fleet';
@@ -193,45 +195,96 @@ export async function runSupervisor(options: SupervisorOptions): Promise<void> {
 export function wantedSlots(evalSetId: string, status: EvalSetStatus): WorkerSlot[] {
   const settings = status.settings;
   if (!settings) return [];
-  const running = (task: TaskStatus): boolean => task.state === 'running';
+  const running = (task: TaskStatus): boolean => task.state === 'running' && task.taskQueue !== '';
   return slotsServing(evalSetId, status.eval_set, status.tasks, settings, running);
 }
 
 /**
- * The worker slots an eval set about to start will want first, from its definition's tasks in
- * order and the settings it runs with: those serving the tasks it starts at once (`max_tasks`).
- * The same slots, by id and queues, as {@link wantedSlots} gives once those tasks run.
+ * The worker slots an eval set about to start will want first: the slots its first tasks
+ * (`max_tasks` of them) are assigned, each to the least loaded, so slots 1 to n. Sized as its
+ * plan sizes them (src/core/slots.ts), on this host; the eval set's status takes over once it
+ * has started tasks.
  */
 export function expectedSlots(
   evalSetId: string,
   evalSetName: string,
   tasks: { name: string }[],
   settings: Pick<ResolvedSettings, 'maxTasks' | 'maxWorkers' | 'connections' | 'tendIntervalMs'>,
+  host: HostCapacity = thisHostCapacity(),
 ): WorkerSlot[] {
-  const queued = tasks.map((t) => ({ name: t.name, taskQueue: taskQueueFor(evalSetName, t.name) }));
-  const first = new Set(queued.slice(0, settings.maxTasks ?? queued.length));
-  return slotsServing(evalSetId, evalSetName, queued, settings, (task) => first.has(task));
+  const slots = slotCount(tasks.length, settings.maxWorkers, host);
+  const first = Math.min(slots, settings.maxTasks ?? tasks.length, tasks.length);
+  return Array.from({ length: first }, (_, i) =>
+    slotProcess(
+      evalSetId,
+      evalSetName,
+      [slotQueueFor(evalSetName, i + 1)],
+      `slot-${i + 1}`,
+      settings,
+    ),
+  );
 }
 
-function slotsServing<T extends { name: string; taskQueue: string }>(
+/**
+ * One process for each slot queue serving a task that `serves`. A task of a plan made before
+ * worker slots has a queue of its own, packed as then: `max_workers` processes at most, task i
+ * of those with such queues in the process i mod `max_workers`.
+ */
+function slotsServing(
   evalSetId: string,
   evalSetName: string,
-  tasks: T[],
+  tasks: TaskStatus[],
   settings: Pick<ResolvedSettings, 'maxWorkers' | 'connections' | 'tendIntervalMs'>,
-  serves: (task: T) => boolean,
+  serves: (task: TaskStatus) => boolean,
 ): WorkerSlot[] {
-  return assignSlots(tasks, settings.maxWorkers)
-    .filter((slot) => slot.items.some(serves))
-    .map((slot) => ({
-      id: `${evalSetName}-${slot.id}`,
-      taskQueues: slot.items.map((t) => t.taskQueue),
-      reporting: {
+  const slotted = new Set<string>();
+  const own: TaskStatus[] = [];
+  for (const task of tasks) {
+    if (task.taskQueue === '') continue;
+    if (slotOfQueue(evalSetName, task.taskQueue) === undefined) own.push(task);
+    else if (serves(task)) slotted.add(task.taskQueue);
+  }
+  const bySlot = [...slotted]
+    .sort((a, b) => slotOfQueue(evalSetName, a)! - slotOfQueue(evalSetName, b)!)
+    .map((queue) =>
+      slotProcess(
         evalSetId,
-        tasks: slot.items.map((t) => t.name),
-        connections: settings.connections,
-        intervalMs: settings.tendIntervalMs,
-      },
-    }));
+        evalSetName,
+        [queue],
+        `slot-${slotOfQueue(evalSetName, queue)}`,
+        settings,
+      ),
+    );
+  const packed = assignSlots(own, settings.maxWorkers)
+    .filter((slot) => slot.items.some(serves))
+    .map((slot) =>
+      slotProcess(
+        evalSetId,
+        evalSetName,
+        slot.items.map((t) => t.taskQueue),
+        slot.id,
+        settings,
+      ),
+    );
+  return [...bySlot, ...packed];
+}
+
+function slotProcess(
+  evalSetId: string,
+  evalSetName: string,
+  taskQueues: string[],
+  id: string,
+  settings: Pick<ResolvedSettings, 'connections' | 'tendIntervalMs'>,
+): WorkerSlot {
+  return {
+    id: `${evalSetName}-${id}`,
+    taskQueues,
+    reporting: {
+      evalSetId,
+      connections: settings.connections,
+      intervalMs: settings.tendIntervalMs,
+    },
+  };
 }
 
 function delay(ms: number, signal: AbortSignal): Promise<void> {

@@ -34,9 +34,8 @@ export interface WorkerProcessConfig {
    */
   accountsSocket?: string;
   reporting?: {
-    /** The `evalSet` workflow that tends these tasks. */
+    /** The `evalSet` workflow that tends the tasks on these queues. */
     evalSetId: string;
-    tasks: string[];
     connections: ConnectionsSetting;
     /** One window: the tend interval. */
     intervalMs: number;
@@ -44,6 +43,8 @@ export interface WorkerProcessConfig {
 }
 
 export const WORKER_CONFIG_ENV = 'STEWARD_WORKER_CONFIG';
+/** What a worker process prints once it polls its queues (the fleet starts the next on it). */
+export const WORKER_READY = 'steward worker: polling';
 
 /**
  * Samples are bounded by the task's setpoint in the workflow, not by the worker's slots. An
@@ -79,15 +80,12 @@ export async function runTaskWorker(config: WorkerProcessConfig): Promise<void> 
     connection: await openConnection(target),
     namespace: config.namespace,
   });
-  const user = config.reporting
-    ? { evalSetId: config.reporting.evalSetId, tasks: config.reporting.tasks }
-    : null;
-  const leases = config.accountsSocket ? new LeaseClient(config.accountsSocket, user) : null;
+  // Each call names its eval set and task to its account (runtime.ts): a slot's tasks change.
+  const leases = config.accountsSocket ? new LeaseClient(config.accountsSocket) : null;
   const ownHost = leases ? null : new AccountHost({ now: Date.now, owner: thisWorker() });
   const source: SlotSource = leases ?? ownHost!;
   const accounts = new ProviderAccounts({
     source,
-    user,
     connections: config.reporting?.connections ?? {
       type: 'adaptive',
       ...SETTINGS_DEFAULTS.connections,
@@ -118,6 +116,7 @@ export async function runTaskWorker(config: WorkerProcessConfig): Promise<void> 
       ),
     )),
   );
+  console.log(`${WORKER_READY} ${config.taskQueues.join(', ')}`);
   const stopping = new AbortController();
   // Under a supervisor, the accounts' owner reports them, once per account for the whole host.
   const reporting =

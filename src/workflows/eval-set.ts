@@ -44,6 +44,7 @@ import {
   taskDoneSchema,
   workerReportSchema,
 } from './schemas';
+import { leastLoadedSlot } from '../core/slots';
 import { Tender, type Steering } from './tend';
 import { TEND_RECORD_PATCH, tendRecord } from './tend-record';
 import {
@@ -63,6 +64,9 @@ import {
   counted,
   taskCounters,
   taskDoneSignal,
+  slotOfQueue,
+  slotQueueFor,
+  taskQueueFor,
   taskWorkflowId,
   workerControlQuery,
   workerReportSignal,
@@ -369,8 +373,24 @@ export async function evalSet(raw: EvalSetInput): Promise<EvalSetResult> {
 
   const sendLimits = (names: string[]): Promise<void> => sendLimitsOf(tended, names);
 
+  // A task's queue: its worker slot's, the least loaded by running tasks, decided from this
+  // workflow's own state and recorded in history by the start; a plan made before slots gave
+  // each task a queue of its own.
+  const queueFor = (task: TaskPlan): string => {
+    if (planned.slots === undefined) return task.taskQueue ?? taskQueueFor(planned.name, task.name);
+    const running: number[] = [];
+    for (const { status } of tended.tasks.values()) {
+      const k =
+        status.state === 'running' ? slotOfQueue(planned.name, status.taskQueue) : undefined;
+      if (k !== undefined) running.push(k);
+    }
+    return slotQueueFor(planned.name, leastLoadedSlot(planned.slots, running));
+  };
+
   const runTask = async (task: TaskPlan): Promise<void> => {
     const entry = tended.tasks.get(task.name)!;
+    const taskQueue = queueFor(task);
+    entry.status.taskQueue = taskQueue;
     entry.status.state = 'running';
     started.push(task.name);
     const cut = tended.start(task.name, Date.now());
@@ -378,7 +398,7 @@ export async function evalSet(raw: EvalSetInput): Promise<EvalSetResult> {
     try {
       await startChild(evalTask, {
         workflowId: taskWorkflowId(parentId, task.name),
-        taskQueue: task.taskQueue,
+        taskQueue,
         // The task finishes what it admitted even if this workflow is terminated, reset, or
         // continues-as-new: it reports its end by this workflow's id, which every run answers to.
         parentClosePolicy: ParentClosePolicy.ABANDON,
@@ -563,7 +583,8 @@ function initialStatus(task: TaskPlan) {
   return {
     name: task.name,
     state: 'waiting' as const,
-    taskQueue: task.taskQueue,
+    // A slot's queue is assigned as the task starts.
+    taskQueue: task.taskQueue ?? '',
     samples: task.samples,
     completed: 0,
     errored: 0,

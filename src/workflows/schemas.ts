@@ -221,7 +221,8 @@ const epochMs = z.number().finite();
 const taskPlanSchema = z.lazy(() =>
   z.looseObject({
     name,
-    taskQueue: z.string().min(1),
+    // Plans made before worker slots name each task's queue.
+    taskQueue: z.string().min(1).optional(),
     samples: count,
     model: z.string(),
     sandboxed: z.boolean(),
@@ -370,6 +371,7 @@ const planSchema = z.lazy(() =>
       notify: notifySchema.optional(),
     }),
     tasks: z.array(taskPlanSchema).min(1),
+    slots: positive.optional(),
   }),
 );
 

@@ -152,11 +152,17 @@ export interface EvalSetPlan {
   logDir: string;
   settings: ResolvedSettings;
   tasks: TaskPlan[];
+  /**
+   * Worker slots (SPEC §1): each task runs on the queue of the slot it is assigned as it starts
+   * ({@link slotQueueFor}). Absent from plans made before slots, whose tasks each have a queue.
+   */
+  slots?: number;
 }
 
 export interface TaskPlan {
   name: string;
-  taskQueue: string;
+  /** The task's own queue, in plans made before worker slots; absent since. */
+  taskQueue?: string;
   /** Dataset size × epochs. */
   samples: number;
   model: string;
@@ -570,12 +576,31 @@ export function evalSetWorkflowId(name: string): string {
   return `steward-${name}`;
 }
 
+/** A task's own queue, as plans named it before worker slots (running eval sets still use it). */
 export function taskQueueFor(evalSet: string, task: string): string {
   return `steward-task-${evalSet}-${task}`;
 }
 
+/** The queue of worker slot `k` (1-based) of an eval set. */
+export function slotQueueFor(evalSet: string, k: number): string {
+  return `steward-slot-${evalSet}-${k}`;
+}
+
+/** The slot a queue of {@link slotQueueFor} belongs to, or undefined for any other queue. */
+export function slotOfQueue(evalSet: string, queue: string): number | undefined {
+  const prefix = `steward-slot-${evalSet}-`;
+  if (!queue.startsWith(prefix)) return undefined;
+  const k = Number(queue.slice(prefix.length));
+  return Number.isInteger(k) && k >= 1 ? k : undefined;
+}
+
 export function taskWorkflowId(parentId: string, task: string): string {
   return `${parentId}/${task}`;
+}
+
+/** The eval set's workflow id, from one of its tasks' ({@link taskWorkflowId}). */
+export function evalSetIdOfTask(taskWorkflowId: string): string {
+  return taskWorkflowId.slice(0, taskWorkflowId.lastIndexOf('/'));
 }
 
 /**
