@@ -41,6 +41,8 @@ const JITTER_MS = 1_000;
  * the kill; a restarted worker cannot send one this soon (it restarts after 500 ms, then loads).
  */
 const DELIVERY_GRACE_MS = 1_000;
+/** A call this much younger than the reply's least latency counts as unanswered at the kill. */
+const KILL_MARGIN_MS = 250;
 /** From the kill to the last killed sample recorded again: heartbeat timeout (10 s) and a rerun. */
 const RECOVERY_BOUND_MS = 60_000;
 const RUN_DEADLINE_MS = 240_000;
@@ -308,11 +310,7 @@ async function waitUntilMidRun(scenario: Scenario, launcher: Launcher): Promise<
   await waitFor('an unanswered call in every task after some samples were recorded', async () => {
     if (ended) throw new Error(ended);
     const since = Date.now() - LATENCY_MS;
-    const unanswered = (task: string): boolean =>
-      [...scenario.calls].some(
-        ([id, times]) => id.startsWith(`${task}-`) && times.some((t) => t > since),
-      );
-    if (!TASKS.every(unanswered)) return undefined;
+    if (!TASKS.every((task) => callSince(scenario, task, since))) return undefined;
     const recorded = await recordedSamples(scenario.logDir);
     if (recorded.size < TASKS.length * 2) return undefined;
     const workers = await workerPids(launcher.pid);
@@ -320,9 +318,29 @@ async function waitUntilMidRun(scenario: Scenario, launcher: Launcher): Promise<
   });
 }
 
-/** Reads what is recorded, then kills `pids` at once, noting the moment. */
+/** Whether a call of `task` reached the provider after `since`. */
+function callSince(scenario: Scenario, task: string, since: number): boolean {
+  return [...scenario.calls].some(
+    ([id, times]) => id.startsWith(`${task}-`) && times.some((t) => t > since),
+  );
+}
+
+/**
+ * Reads what is recorded, then, once every task has a call certainly unanswered, kills `pids` at
+ * once, noting the moment.
+ */
 async function killNow(scenario: Scenario, pids: number[]): Promise<Kill> {
   const recorded = await recordedSamples(scenario.logDir);
+  // Reading the records takes a while on a loaded machine, in which the calls seen mid-run may
+  // have been answered: the kill waits until every task again has one certainly unanswered.
+  await waitFor(
+    'a call certainly unanswered in every task',
+    () =>
+      TASKS.every((task) => callSince(scenario, task, Date.now() - LATENCY_MS + KILL_MARGIN_MS))
+        ? true
+        : undefined,
+    { timeoutMs: 30_000, intervalMs: 10 },
+  );
   // Synchronous from here: the in-process provider cannot answer a call between `at` and the
   // kill, so a call still waiting for its reply at `at` died with its worker.
   const at = Date.now();
