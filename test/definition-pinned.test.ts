@@ -118,7 +118,7 @@ describe('two fleets against one Temporal server', () => {
     );
     expect(records.every((r) => r.score.value === 'C' && r.output === r.target)).toBe(true);
     // The second fleet did the work: its worker logs are in its own STEWARD_HOME.
-    expect(await fs.readdir(path.join(second.home, 'workers'))).toContain(`${name}-worker-1.log`);
+    expect(await fs.readdir(path.join(second.home, 'workers'))).toContain(`${name}-slot-1.log`);
   });
 
   test('a stock start with a relative definition fails at once, and status says why', async () => {
