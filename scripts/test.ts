@@ -21,6 +21,7 @@ export const DOCKER_STREAM = [
   // Containers and networks on the daemon.
   'test/agent.test.ts',
   'test/agentic.test.ts',
+  'test/bad-input.test.ts',
   'test/cancel.test.ts',
   'test/daemon-json.test.ts',
   'test/docker-preflight.test.ts',
