@@ -27,8 +27,3 @@ export function readHostMemory(): HostMemory {
   }
   return { totalBytes: os.totalmem(), availableBytes: os.freemem(), swapFreeBytes: 0 };
 }
-
-/** Available memory plus free swap, as a share of RAM (SPEC §2, gate 6). */
-export function headroomShare(memory: HostMemory): number {
-  return (memory.availableBytes + memory.swapFreeBytes) / memory.totalBytes;
-}

@@ -245,16 +245,9 @@ function slotsServing(
     else if (serves(task)) slotted.add(task.taskQueue);
   }
   const bySlot = [...slotted]
-    .sort((a, b) => slotOfQueue(evalSetName, a)! - slotOfQueue(evalSetName, b)!)
-    .map((queue) =>
-      slotProcess(
-        evalSetId,
-        evalSetName,
-        [queue],
-        `slot-${slotOfQueue(evalSetName, queue)}`,
-        settings,
-      ),
-    );
+    .map((queue) => ({ queue, k: slotOfQueue(evalSetName, queue)! }))
+    .sort((a, b) => a.k - b.k)
+    .map(({ queue, k }) => slotProcess(evalSetId, evalSetName, [queue], `slot-${k}`, settings));
   const packed = assignSlots(own, settings.maxWorkers)
     .filter((slot) => slot.items.some(serves))
     .map((slot) =>
