@@ -31,6 +31,7 @@ jest.setTimeout(120_000);
 interface Shown {
   tasks: Record<string, Record<string, string>>;
   accounts: Record<string, Record<string, string>>;
+  hosts: Record<string, Record<string, string>>;
   tends: number;
   drawn: number;
   readAt: string;
@@ -147,6 +148,13 @@ test('the dashboard follows a live run tend by tend and shows what status --json
     const moved = await step('moved');
     expect(moved.text).toMatch(/Ramp history[^]*(setpoint|connections)/);
     expect(Object.keys(moved.accounts)).toHaveLength(1);
+    // This host's memory, as its supervisor reports it: its worker processes, what they hold.
+    const [host] = Object.values(moved.hosts);
+    expect(Object.keys(moved.hosts)).toHaveLength(1);
+    expect(Number(host.processes)).toBeGreaterThanOrEqual(1);
+    expect(Number(host.fleet_resident_bytes)).toBeGreaterThan(100 * 1024 ** 2);
+    expect(Number(host.lowest_headroom_share)).toBeGreaterThan(0);
+    expect(Number(host.headroom_bytes)).toBeGreaterThan(0);
     expect(moved.errors).toEqual([]);
     await fs.mkdir(ARTIFACTS, { recursive: true });
     await step(`screenshot ${path.join(ARTIFACTS, 'dashboard.png')}`);

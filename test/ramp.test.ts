@@ -236,6 +236,66 @@ describe('the ramp', () => {
     }
   });
 
+  test("a host short of memory holds every climb (gate 6); status and tend.jsonl show the hosts' memory", async () => {
+    const provider = await startSimProvider({ latencyMs: 5_000, jitterMs: 200 });
+    let run: Run | undefined;
+    try {
+      run = await launch('memory', provider, 1_000);
+      // The supervisor's own report: this machine, its worker processes and what they hold.
+      const reported = await until(
+        run,
+        (s) => (s.tasks[0]?.setpoint ?? 0) >= 90 && !!s.hosts?.length,
+      );
+      const [own] = reported.hosts!;
+      expect(own.host).toMatch(/:\d+$/);
+      expect(own.processes).toBeGreaterThanOrEqual(1);
+      expect(own.fleet_resident_bytes).toBeGreaterThan(100 * 1024 ** 2);
+      // The window's lowest counts the headroom at the report itself.
+      expect(own.lowest_headroom_share).toBeGreaterThan(0.1);
+      expect(own.lowest_headroom_share).toBeLessThanOrEqual(own.headroom_bytes / own.total_bytes);
+
+      // A second host whose headroom dips to 6.25% of its RAM, reporting every second.
+      const GiB = 1024 ** 3;
+      const tight = {
+        host: 'tight:1',
+        totalBytes: 16 * GiB,
+        headroomBytes: 2 * GiB,
+        lowestHeadroomBytes: 1 * GiB,
+        fleetResidentBytes: 14 * GiB,
+        processes: 8,
+      };
+      let reporting = true;
+      const reports = (async () => {
+        while (reporting) {
+          await signal(run!, 'hostReport', tight);
+          await new Promise((r) => setTimeout(r, 1_000));
+        }
+      })();
+      const held = await until(run, (s) =>
+        (s.tasks[0]?.ramp_reason ?? '').includes('host memory low (tight:1: headroom 6.2% of RAM'),
+      );
+      const heldAt = setpointOf(held);
+      await new Promise((r) => setTimeout(r, 3 * TEND_SECONDS * 1000));
+      expect(setpointOf((await status(run))!)).toBe(heldAt);
+      expect((await status(run))!.hosts!.map((h) => h.host)).toContain('tight:1');
+      reporting = false;
+      await reports;
+      // Its reports stop: the climb goes on.
+      await until(run, (s) => setpointOf(s) > heldAt);
+
+      const tends = (await fs.readFile(path.join(run.logDir, 'tend.jsonl'), 'utf8'))
+        .trim()
+        .split('\n')
+        .map((line) => JSON.parse(line) as { hosts?: { host: string; processes: number }[] });
+      expect(tends.some((t) => t.hosts?.some((h) => h.host === own.host && h.processes >= 1))).toBe(
+        true,
+      );
+    } finally {
+      if (run) await stop(run);
+      await provider.close();
+    }
+  });
+
   test('editing _steward.yaml while steward launch runs narrows the live run at the next tend', async () => {
     const provider = await startSimProvider({ latencyMs: 5_000, jitterMs: 200 });
     const dir = await tempDir();

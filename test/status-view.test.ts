@@ -678,3 +678,40 @@ describe('statusText provider accounts', () => {
     expect(text).toContain('connections 400 → 40');
   });
 });
+
+describe('statusText hosts', () => {
+  const GiB = 1024 ** 3;
+  const host = (name: string, headroomGiB: number, lowestShare: number) => ({
+    host: name,
+    total_bytes: 24 * GiB,
+    headroom_bytes: headroomGiB * GiB,
+    lowest_headroom_share: lowestShare,
+    fleet_resident_bytes: 1.5 * GiB,
+    processes: 4,
+    reported_at: '2025-03-01T12:02:00.000Z',
+  });
+
+  test("each host's memory: RAM, headroom now and at its lowest, the fleet's resident total", () => {
+    const lines = statusText(
+      'steward-hello',
+      running({
+        tasks: [task({ name: 't1' })],
+        hosts: [host('a:1', 20, 0.8), host('b:2', 3, 0.0998)],
+      }),
+    ).split('\n');
+    const header = lines.findIndex((l) => l === 'hosts:');
+    expect(header).toBeGreaterThan(0);
+    expect(lines.slice(header + 1, header + 4).map((l) => cells(l).map((c) => c.text))).toEqual([
+      ['host', 'RAM', 'headroom', 'lowest', 'fleet resident', 'processes'],
+      ['a:1', '24.0 GiB', '20.0 GiB (83%)', '80%', '1.5 GiB', '4'],
+      // Under the gate's floor, even by a hair: it says the climbs are held.
+      ['b:2', '24.0 GiB', '3.0 GiB (12.5%)', '9.9% (climbs held)', '1.5 GiB', '4'],
+    ]);
+  });
+
+  test('no host reported: no hosts table', () => {
+    expect(statusText('steward-hello', running({ tasks: [task({ name: 't1' })] }))).not.toContain(
+      'hosts:',
+    );
+  });
+});

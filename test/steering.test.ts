@@ -372,6 +372,19 @@ test('1,000+ random and malformed payloads to every handler: no workflow task fa
       const lo = 1 + Math.floor(random() * 10);
       return { range: [lo, lo + Math.floor(random() * 3)] };
     },
+    // A host's memory, under the gate's floor or not: it holds climbs, never refuses anything.
+    hostReport: () => {
+      const totalBytes = 2 ** 34;
+      const headroomBytes = Math.floor(random() * totalBytes);
+      return {
+        host: `fuzz:${Math.floor(random() * 3)}`,
+        totalBytes,
+        headroomBytes,
+        lowestHeadroomBytes: Math.floor(random() * headroomBytes),
+        fleetResidentBytes: Math.floor(random() * 2 ** 31),
+        processes: Math.floor(random() * 8),
+      };
+    },
   };
   /** Near misses first (one thing wrong), then junk. */
   const invalid: (() => unknown)[] = [
@@ -392,11 +405,27 @@ test('1,000+ random and malformed payloads to every handler: no workflow task fa
     () => ({ tasks: ['p'], pid: 1, limit: 1, rateLimitEpisodes: -3, cuts: 0, retries: 0 }),
     () => ({ task: 17 }),
     () => ({ task: 'p', result: { completed: 1e9 } }),
+    () => ({ host: 'h:1', totalBytes: 0, headroomBytes: 0, lowestHeadroomBytes: 0 }),
+    () => ({
+      host: 'h:1',
+      totalBytes: 2 ** 34,
+      headroomBytes: 2 ** 30,
+      lowestHeadroomBytes: 2 ** 31,
+      fleetResidentBytes: 0,
+      processes: 1,
+    }),
     () => junk(random),
     () => junk(random),
     () => junk(random),
   ];
-  const signalNames = ['holdRamp', 'resumeRamp', 'setSamplesRamp', 'workerReport', 'taskDone'];
+  const signalNames = [
+    'holdRamp',
+    'resumeRamp',
+    'setSamplesRamp',
+    'workerReport',
+    'hostReport',
+    'taskDone',
+  ];
   const updateNames = ['holdRamp', 'resumeRamp', 'setSamplesRamp'];
 
   let refusedSignals = 0;

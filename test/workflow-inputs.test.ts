@@ -15,6 +15,7 @@ import {
   setSamplesRampArgsSchema,
   taskDoneSchema,
   workerReportSchema,
+  hostReportSchema,
 } from '../src/workflows/schemas';
 
 const report = { tasks: ['p'], pid: 1, limit: 20, rateLimitEpisodes: 0, cuts: 0, retries: 0 };
@@ -108,6 +109,19 @@ test.each<[string, unknown, string, Parameters<typeof parse>[0]]>([
     { ...report, queuedShare: 2 },
     'queuedShare: Too big: expected number to be <=1 (2)',
     workerReportSchema,
+  ],
+  [
+    'hostReport',
+    {
+      host: 'h:1',
+      totalBytes: 2 ** 34,
+      headroomBytes: 2 ** 30,
+      lowestHeadroomBytes: 2 ** 31,
+      fleetResidentBytes: 0,
+      processes: 1,
+    },
+    'lowestHeadroomBytes: above headroomBytes 1073741824 (2147483648)',
+    hostReportSchema,
   ],
   ['taskDone', { task: 17 }, 'task: expected string, received number (17)', taskDoneSchema],
   [

@@ -4,9 +4,11 @@
  */
 import { alignColumns } from './table';
 import { statusFromMemo, type LiveStatus } from '../client/status';
+import { MEMORY_FLOOR } from '../core/slots';
 import type {
   AccountStatus,
   EvalSetStatus,
+  HostStatus,
   PauseStatus,
   RampHistoryEntry,
   RampState,
@@ -145,6 +147,16 @@ function runningText(workflowId: string, s: LiveStatus & { kind: 'running' }): s
       ),
     );
   }
+  const hosts = status.hosts ?? [];
+  if (hosts.length > 0) {
+    lines.push('hosts:');
+    lines.push(
+      ...table(
+        [HOST_COLUMNS, ...hosts.map(hostRow)],
+        HOST_COLUMNS.map((c) => c !== 'host'),
+      ),
+    );
+  }
   const history = status.ramp_history.slice(-HISTORY_SHOWN);
   if (history.length > 0) {
     lines.push(`ramp history${historyNote(history.length, status)}:`);
@@ -234,6 +246,36 @@ function hostsCell(a: AccountStatus): string {
   const hosts = a.hosts ?? [];
   if (hosts.length <= 1) return String(hosts.length);
   return hosts.map((h) => `${h.host} ${h.share ?? '-'}`).join(', ');
+}
+
+const HOST_COLUMNS = ['host', 'RAM', 'headroom', 'lowest', 'fleet resident', 'processes'];
+
+/**
+ * A host's memory: its headroom (available plus free swap) now and at its lowest in the last
+ * window, where the memory gate holds climbs under {@link MEMORY_FLOOR} of RAM, and what its
+ * supervisor and worker processes hold resident.
+ */
+export function hostRow(h: HostStatus): string[] {
+  const share = h.headroom_bytes / h.total_bytes;
+  const low = h.lowest_headroom_share < MEMORY_FLOOR ? ' (climbs held)' : '';
+  return [
+    h.host,
+    gib(h.total_bytes),
+    `${gib(h.headroom_bytes)} (${percent(share)})`,
+    `${percent(h.lowest_headroom_share)}${low}`,
+    gib(h.fleet_resident_bytes),
+    String(h.processes),
+  ];
+}
+
+function gib(bytes: number): string {
+  return `${(bytes / 1024 ** 3).toFixed(1)} GiB`;
+}
+
+/** Whole percent, with a decimal near the gate's floor; rounded down, as the gate reads it. */
+function percent(share: number): string {
+  const digits = share < 2 * MEMORY_FLOOR ? 1 : 0;
+  return `${(Math.floor(share * 100 * 10 ** digits) / 10 ** digits).toFixed(digits)}%`;
 }
 
 /** Where the rest of a shortened history is. */

@@ -14,7 +14,7 @@
  *    `lo`);
  * 4. raises fill the budget left, lowest setpoints first: below `lo` comes up to `lo` (no window
  *    or hold checks; only the budget may keep a task below `lo`); then a climb by one step when
- *    the five gates held, capped by `hi`, the remaining samples and the budget. A task whose
+ *    the six gates held, capped by `hi`, the remaining samples and the budget. A task whose
  *    model calls queued for a connection through most of the window, behind a limit that has met
  *    the provider's rate limit (or a fixed `max_connections`), shows no demand for more samples
  *    (gate 1): more would only sit idle, holding sandboxes. It does not climb; its connection
@@ -29,6 +29,7 @@
 
 import { budgetUsed, fitClimb, overBudgetCuts, startShares, type BudgetClaim } from './budget';
 import { belowWall, WALL_PROBE_WAIT_MS } from './controller';
+import { MEMORY_FLOOR } from './slots';
 
 /**
  * How many samples a task runs at once.
@@ -157,6 +158,23 @@ export interface TendInput {
   now: number;
   holds: Holds;
   tasks: TaskTendInput[];
+  /**
+   * The host whose memory headroom fell lowest in the window, over its RAM (gate 6); absent or
+   * null: no host reported its memory.
+   */
+  memory?: HostMemoryWindow | null;
+}
+
+/**
+ * What the lowest host's memory did during the window (SPEC §2, gate 6). A headroom under
+ * {@link MEMORY_FLOOR} of RAM fails every task's climb: a climb adds samples to processes on
+ * every host of the fleet, so one host short of memory holds them all. Otherwise a fleet that
+ * outgrows its host is noticed only when the kernel kills a worker.
+ */
+export interface HostMemoryWindow {
+  host: string;
+  /** Its lowest headroom (available memory plus free swap) in the window, over its RAM (0-1). */
+  lowestHeadroomShare: number;
 }
 
 /** For display: what the ramp is doing with a task, and why. */
@@ -300,10 +318,14 @@ export function decideTend(input: TendInput): TendPlan {
 }
 
 /**
- * The five climb gates of SPEC §2. Returns the reason for each that failed in the window; none
+ * The six climb gates of SPEC §2. Returns the reason for each that failed in the window; none
  * failing means the task may climb (budget, `hi` and remaining samples permitting).
  */
-export function failedGates(task: TaskTendInput, hold: Hold | null): string[] {
+export function failedGates(
+  task: TaskTendInput,
+  hold: Hold | null,
+  memory: HostMemoryWindow | null = null,
+): string[] {
   const { window } = task;
   const failed: string[] = [];
   if (!window.saturated) failed.push('not saturated');
@@ -316,6 +338,13 @@ export function failedGates(task: TaskTendInput, hold: Hold | null): string[] {
     failed.push(`HTTP retries surged (${window.httpRetries} > 0.25 x ${task.setpoint})`);
   }
   if (hold) failed.push(`hold: ${hold.reason}`);
+  if (memory && memory.lowestHeadroomShare < MEMORY_FLOOR) {
+    // Rounded down: a share just under the floor never reads as the floor itself.
+    const percent = (Math.floor(memory.lowestHeadroomShare * 1000) / 10).toFixed(1);
+    failed.push(
+      `host memory low (${memory.host}: headroom ${percent}% of RAM < ${MEMORY_FLOOR * 100}%)`,
+    );
+  }
   return failed;
 }
 
@@ -332,7 +361,7 @@ function draftSetpoint(task: TaskTendInput, input: TendInput, record: Recorder):
     setpoint: task.setpoint,
     pushbackWindows: pushback ? task.pushbackWindows + 1 : 0,
     reversed: false,
-    gates: failedGates(task, hold),
+    gates: failedGates(task, hold, input.memory ?? null),
     blocked: [],
     hold,
   };

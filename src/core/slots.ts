@@ -46,11 +46,15 @@ export function capacityOf(
   };
 }
 
+/** The headroom above the memory gate's floor: what a fleet may grow into. */
+export function spareBytes(host: HostCapacity): number {
+  return host.headroomBytes - MEMORY_FLOOR * host.totalBytes;
+}
+
 /** Slots the host holds for `tasks` tasks when `max_workers` is unset (at least one). */
 export function hostSlots(tasks: number, host: HostCapacity): number {
   const byCpu = PROCESSES_PER_CPU * Math.max(1, host.cpus);
-  const spare = host.headroomBytes - MEMORY_FLOOR * host.totalBytes;
-  const byMemory = Math.floor(spare / PROCESS_BYTES);
+  const byMemory = Math.floor(spareBytes(host) / PROCESS_BYTES);
   return Math.max(1, Math.min(tasks, byCpu, byMemory));
 }
 
@@ -71,4 +75,44 @@ export function leastLoadedSlot(slots: number, running: number[]): number {
   let best = 0;
   for (let k = 1; k < slots; k++) if (load[k] < load[best]) best = k;
   return best + 1;
+}
+
+/** A worker process serving its queue with nothing in flight (docs/orchestration.md). */
+export const IDLE_PROCESS_BYTES = 180 * 1024 ** 2;
+
+/**
+ * What a sample in flight adds to its worker: about 220 MiB for 200 samples one call each
+ * (docs/orchestration.md). A sandboxed sample's container holds its own memory on top.
+ */
+export const SAMPLE_BYTES = Math.round(1.1 * 1024 ** 2);
+
+/** What a fleet of `slots` processes with `samplesAtOnce` samples in flight is set to hold. */
+export function fleetPeakBytes(slots: number, samplesAtOnce: number): number {
+  return slots * IDLE_PROCESS_BYTES + samplesAtOnce * SAMPLE_BYTES;
+}
+
+/**
+ * Why a run looks set to outgrow the host (SPEC §2, gate 6), or undefined when it fits: its
+ * fleet at its most (every slot, the most samples its settings let run at once) against the
+ * headroom above the gate's floor. The gate would hold the ramp there; a fleet explicitly wider
+ * than the host, or samples pinned high, may meet the kernel's OOM killer before that.
+ */
+export function memoryWarning(shape: {
+  slots: number;
+  samplesAtOnce: number;
+  host: HostCapacity;
+}): string | undefined {
+  const { slots, samplesAtOnce, host } = shape;
+  const peak = fleetPeakBytes(slots, samplesAtOnce);
+  const spare = spareBytes(host);
+  if (peak <= spare) return undefined;
+  const gib = (bytes: number): string => `${(Math.max(0, bytes) / 1024 ** 3).toFixed(1)} GiB`;
+  return (
+    `this run looks set to outgrow the host's memory: ${slots} worker process(es) ` +
+    `(${gib(slots * IDLE_PROCESS_BYTES)} idle) and up to ${samplesAtOnce} samples at once ` +
+    `(${gib(samplesAtOnce * SAMPLE_BYTES)}) want about ${gib(peak)}, and the host has ` +
+    `${gib(spare)} free above the ${MEMORY_FLOOR * 100}% of RAM the memory gate keeps. ` +
+    'The gate holds the ramp there; lower max_workers, max_tasks or max_samples ' +
+    "(or samples_ramp's hi) to stay clear of it."
+  );
 }

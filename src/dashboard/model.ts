@@ -7,6 +7,7 @@ import { statusFromMemo, type LiveStatus, type StuckStep } from '../client/statu
 import type { TendRecord } from '../workflows/tend-record';
 import type {
   AccountStatus,
+  HostStatus,
   EvalSetStatus,
   RampHistoryEntry,
   TaskStatus,
@@ -56,6 +57,8 @@ export interface DashboardData {
   failing: StuckStep[];
   tasks: DashboardTask[];
   accounts: AccountStatus[];
+  /** The hosts serving it, with their memory and their fleet's (live runs only). */
+  hosts: HostStatus[];
   history: RampHistoryEntry[];
   tends: TendRecord[];
 }
@@ -96,6 +99,7 @@ export function dashboardData(args: {
         log_dir: s.log_dir ?? null,
         tasks: s.tasks.map((t) => withRates(fromStatus(t, holdOf(t.name, s.holds)))),
         accounts: s.accounts ?? [],
+        hosts: s.hosts ?? [],
       };
     }
     case 'completed':
@@ -119,6 +123,7 @@ export function dashboardData(args: {
           }),
         ),
         accounts: [],
+        hosts: [],
       };
     case 'failed': {
       const last = live.last && statusFromMemo(live.last);
@@ -131,10 +136,19 @@ export function dashboardData(args: {
         log_dir: last?.log_dir ?? null,
         tasks: (last?.tasks ?? []).map((t) => withRates(fromStatus(t, null))),
         accounts: last?.accounts ?? [],
+        hosts: [],
       };
     }
     case 'missing':
-      return { ...base, state: 'missing', workers: null, log_dir: null, tasks: [], accounts: [] };
+      return {
+        ...base,
+        state: 'missing',
+        workers: null,
+        log_dir: null,
+        tasks: [],
+        accounts: [],
+        hosts: [],
+      };
   }
 }
 

@@ -2,8 +2,9 @@
  * The dashboard's one page. It polls `data.json` (the numbers and the charts' Vega-Lite spec,
  * both made by the server: src/dashboard/model.ts, charts.ts) and draws them with Vega and
  * Vega-Lite served from node_modules, so it needs no network. Each number sits in a cell marked
- * `data-task`/`data-account` and `data-field` with its raw value in `data-value`.
+ * `data-task`/`data-account`/`data-host` and `data-field` with its raw value in `data-value`.
  */
+import { MEMORY_FLOOR } from '../core/slots';
 
 /** How often the page asks for new numbers. */
 export const POLL_MS = 2_000;
@@ -91,6 +92,24 @@ function accountRow(a) {
     at('rate_limit_episodes', num(a.rate_limit_episodes), a.rate_limit_episodes);
   };
 }
+function gib(bytes) {
+  return (bytes / 1073741824).toFixed(1) + ' GiB';
+}
+function hostRow(h) {
+  return (row) => {
+    const at = (field, text, value) =>
+      cell(row, text, { host: h.host, field, value: value === undefined ? text : value });
+    cell(row, h.host, { host: h.host, field: 'host' }, 'text');
+    at('total_bytes', gib(h.total_bytes), h.total_bytes);
+    at('headroom_bytes', gib(h.headroom_bytes) + ' (' + Math.round(100 * h.headroom_bytes / h.total_bytes) + '%)',
+      h.headroom_bytes);
+    const low = (100 * h.lowest_headroom_share).toFixed(1) + '%' +
+      (h.lowest_headroom_share < ${MEMORY_FLOOR} ? ' (climbs held)' : '');
+    at('lowest_headroom_share', low, h.lowest_headroom_share);
+    at('fleet_resident_bytes', gib(h.fleet_resident_bytes), h.fleet_resident_bytes);
+    at('processes', num(h.processes), h.processes);
+  };
+}
 function historyRow(e) {
   return (row) => {
     cell(row, e.time.slice(11, 19), {}, 'text');
@@ -141,6 +160,9 @@ async function refresh() {
     document.getElementById('accounts-head').hidden = d.accounts.length === 0;
     table('accounts', d.accounts.length === 0 ? [] : ['account', 'tasks', 'ceiling', 'controller limit',
       'in flight', 'wall', 'clamp', 'pacing', '429s (window)'], d.accounts.map(accountRow));
+    document.getElementById('hosts-head').hidden = d.hosts.length === 0;
+    table('hosts', d.hosts.length === 0 ? [] : ['host', 'RAM', 'headroom', 'lowest (window)',
+      'fleet resident', 'processes'], d.hosts.map(hostRow));
     table('history', ['time', 'task', 'kind', 'move', 'reason'],
       d.history.slice(-50).reverse().map(historyRow));
     document.body.dataset.tends = String(d.tends.length);
@@ -178,6 +200,8 @@ export function dashboardPage(name: string): string {
 <table id="tasks"></table>
 <h2 id="accounts-head" hidden>Provider accounts</h2>
 <table id="accounts"></table>
+<h2 id="hosts-head" hidden>Hosts (memory)</h2>
+<table id="hosts"></table>
 <div id="charts"></div>
 <h2>Ramp history (latest first)</h2>
 <table id="history"></table>

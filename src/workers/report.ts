@@ -2,13 +2,15 @@
  * Each window, just before the tend, the owner of the host's provider accounts (the supervisor)
  * tells an eval set what each account its tasks use saw (rate-limit episodes, controller cuts and
  * limit, retries, where the provider pushed back): one report per account, not one per process.
- * Every poll it takes back the connection ceilings the ramp set for the tasks.
+ * With them goes the host's memory (the memory gate, SPEC §2). Every poll it takes back the
+ * connection ceilings the ramp set for the tasks.
  */
 import { setTimeout as delay } from 'node:timers/promises';
 import type { Client } from '@temporalio/client';
 import type { AccountHost } from '../models/account-host';
 import { bounded } from '../temporal/bounded';
-import { workerControlQuery, workerReportSignal } from '../workflows/types';
+import { hostReportSignal, workerControlQuery, workerReportSignal } from '../workflows/types';
+import type { HostWatch } from './host-watch';
 
 const QUERY_TIMEOUT_MS = 5_000;
 /**
@@ -29,6 +31,8 @@ type ReportOptions = {
   evalSetId: string;
   intervalMs: number;
   signal: AbortSignal;
+  /** The host's memory, reported each window; unset: accounts only. */
+  memory?: HostWatch;
 };
 
 /**
@@ -36,7 +40,8 @@ type ReportOptions = {
  * sets; reports once per tend, just before it, so the window the report covers is the tend's
  * window (SPEC §2: the time since the previous tend). Without a tend time to aim at (an outage),
  * it reports once an interval. An eval set whose calls go through no provider account here
- * (`mockllm`) has nothing to follow or report, and is asked nothing until it has.
+ * (`mockllm`) still hears of the host's memory; without a memory watch either, it has nothing to
+ * follow or report, and is asked nothing until it has.
  */
 export async function reportAccounts(options: ReportOptions): Promise<void> {
   const handle = options.client.workflow.getHandle(options.evalSetId);
@@ -60,7 +65,7 @@ async function followAndReport(handle: Handle, options: ReportOptions): Promise<
   let failing = false;
   let reportFailing = false;
   while (!options.signal.aborted) {
-    if (!options.host.uses(options.evalSetId)) {
+    if (!options.memory && !options.host.uses(options.evalSetId)) {
       if (!(await pause(pollMs, options.signal))) return introduced;
       continue;
     }
@@ -135,6 +140,9 @@ async function sayGoodbye(handle: Handle, options: ReportOptions): Promise<void>
  */
 async function report(handle: Handle, options: ReportOptions): Promise<'sent' | 'over' | Error> {
   try {
+    if (options.memory) {
+      await handle.signal(hostReportSignal, options.memory.report(options.evalSetId));
+    }
     for (const window of options.host.drain(options.evalSetId)) {
       await handle.signal(workerReportSignal, window);
     }

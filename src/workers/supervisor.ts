@@ -26,6 +26,7 @@ import { AccountHost } from '../models/account-host';
 import { workflowBundlePath, PACKAGE_ROOT } from './bundle';
 import { Fleet, assignSlots, type FleetEvent, type WorkerSlot } from './fleet';
 import { leaseSocketPath, serveLeases, type LeaseServer } from './lease-server';
+import { HostWatch } from './host-watch';
 import { reportAccounts } from './report';
 import { installRuntime, processDeps } from './runtime';
 
@@ -81,6 +82,12 @@ export async function runSupervisor(options: SupervisorOptions): Promise<void> {
     const id = slot.reporting?.evalSetId;
     if (id !== undefined) expected.set(id, [...(expected.get(id) ?? []), slot]);
   }
+  // The host's memory, for each eval set's memory gate: named as its accounts' host is.
+  const memory = new HostWatch({
+    host: `${thisWorker().host}:${process.pid}`,
+    workerPids: () => Object.values(fleet.pids()).filter((pid) => pid !== undefined),
+  });
+  memory.start();
   const connection = await NativeConnection.connect({ address, tls, apiKey });
   const control = await Worker.create({
     connection,
@@ -105,6 +112,7 @@ export async function runSupervisor(options: SupervisorOptions): Promise<void> {
     reporter.stop.abort();
     await reporter.done;
     host.forget(id);
+    memory.forget(id);
   };
   const reconcile = async (): Promise<void> => {
     const ids = options.evalSetIds ?? (await runningEvalSets(options.client));
@@ -139,11 +147,13 @@ export async function runSupervisor(options: SupervisorOptions): Promise<void> {
           evalSetId: id,
           intervalMs,
           signal: stop.signal,
+          memory,
         }).then(() => {
           // Over by itself (the eval set ended): a run started again under its id gets a new one.
           if (reporters.get(id)?.stop !== stop) return;
           reporters.delete(id);
           host.forget(id);
+          memory.forget(id);
         });
         reporters.set(id, { stop, done });
       }
@@ -187,6 +197,7 @@ export async function runSupervisor(options: SupervisorOptions): Promise<void> {
     await fleet.stop();
     await Promise.all([...reporters.keys()].map(stopReporter));
     await leases.close();
+    memory.stop();
     await connection.close();
   }
 }

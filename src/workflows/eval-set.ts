@@ -43,6 +43,7 @@ import {
   setSamplesRampArgsSchema,
   taskDoneSchema,
   workerReportSchema,
+  hostReportSchema,
 } from './schemas';
 import { leastLoadedSlot } from '../core/slots';
 import { Tender, type Steering } from './tend';
@@ -70,6 +71,7 @@ import {
   taskWorkflowId,
   workerControlQuery,
   workerReportSignal,
+  hostReportSignal,
   type EvalSetCarry,
   type EvalSetInput,
   type EvalSetPlan,
@@ -214,6 +216,7 @@ export async function evalSet(raw: EvalSetInput): Promise<EvalSetResult> {
         showNotify({ ...plan.settings, samples: tender.settings.samples as SamplesSetting }),
       tasks,
       accounts: tender?.accountStatus() ?? [],
+      hosts: tender?.hostStatus() ?? [],
       observed_at: observedAt,
       runs,
       ramp_history: [...(tender?.history ?? [])],
@@ -277,6 +280,7 @@ export async function evalSet(raw: EvalSetInput): Promise<EvalSetResult> {
     steerBySignal({ kind: 'unpause', args }, t),
   );
   onSignal(workerReportSignal, workerReportSchema, (report, t) => t.report(report));
+  onSignal(hostReportSignal, hostReportSchema, (report, t) => t.hostReport(report, Date.now()));
   // Registering it hands it every signal buffered so far that has no handler yet: a task's
   // taskDone that reached a new run before its first task was refused as unknown when this came
   // first. Runs started before keep the old order, as their histories were written with it.
@@ -452,6 +456,7 @@ export async function evalSet(raw: EvalSetInput): Promise<EvalSetResult> {
             Date.now(),
             [...tended.tasks.values()].map((t) => t.status),
             tended.accountStatus(),
+            tended.hostStatus(),
           )
         : undefined;
     if (entries.length > 0 || tend)

@@ -94,6 +94,31 @@ export const workerReportSchema = z.lazy(() =>
   }),
 );
 
+/** Bytes of memory: past a count's 1e9. */
+const bytes = z.number().int().min(0).max(Number.MAX_SAFE_INTEGER);
+
+export const hostReportSchema = z.lazy(() =>
+  z
+    .strictObject({
+      host: z.string().min(1).max(300),
+      totalBytes: bytes.min(1),
+      headroomBytes: bytes,
+      lowestHeadroomBytes: bytes,
+      fleetResidentBytes: bytes,
+      processes: count,
+    })
+    .superRefine((r, ctx) => {
+      if (r.lowestHeadroomBytes <= r.headroomBytes) return;
+      ctx.addIssue({
+        code: 'custom',
+        // The headroom when it reported is part of the window the lowest covers.
+        message: `above headroomBytes ${r.headroomBytes}`,
+        path: ['lowestHeadroomBytes'],
+        input: r.lowestHeadroomBytes,
+      });
+    }),
+);
+
 export const setLimitsSchema = z.lazy(() =>
   z.strictObject({
     setpoint: count,
@@ -343,6 +368,17 @@ const tenderStateSchema = z.lazy(() =>
     }),
     tasks: z.array(tendedTaskSchema),
     accounts: z.array(tendedAccountSchema).optional(),
+    hosts: z
+      .record(
+        z.string(),
+        z.looseObject({
+          last: hostReportSchema,
+          at: epochMs,
+          windowLowestBytes: bytes.nullable(),
+          silent: z.boolean(),
+        }),
+      )
+      .optional(),
     holds: z.looseObject({
       global: holdSchema.nullable(),
       tasks: z.record(z.string(), holdSchema),

@@ -3,7 +3,7 @@
  * numbers as the tend left them, so the dashboard and `steward plot` can draw a run over time,
  * live or finished (docs/log-format.md). Pure and deterministic (workflow code).
  */
-import type { AccountStatus, RampState, TaskStatus } from './types';
+import type { AccountStatus, HostStatus, RampState, TaskStatus } from './types';
 
 /** Tells new runs of the eval set to append a tend record at each tend and at the end. */
 export const TEND_RECORD_PATCH = 'tend-record';
@@ -13,6 +13,17 @@ export interface TendRecord {
   time: string;
   tasks: TendTaskRecord[];
   accounts: TendAccountRecord[];
+  /** The hosts' memory as they last reported it (absent: none reported, or an older run). */
+  hosts?: TendHostRecord[];
+}
+
+export interface TendHostRecord {
+  host: string;
+  headroom_bytes: number;
+  /** The lowest headroom in the window, over RAM: what the memory gate read. */
+  lowest_headroom_share: number;
+  fleet_resident_bytes: number;
+  processes: number;
 }
 
 export interface TendTaskRecord {
@@ -54,6 +65,7 @@ export function tendRecord(
   now: number,
   tasks: readonly TaskStatus[],
   accounts: readonly AccountStatus[],
+  hosts: readonly HostStatus[] = [],
 ): TendRecord {
   return {
     time: new Date(now).toISOString(),
@@ -83,5 +95,16 @@ export function tendRecord(
       pacing: a.pacing?.pacing ?? false,
       rate_limit_episodes: a.rate_limit_episodes,
     })),
+    ...(hosts.length === 0
+      ? {}
+      : {
+          hosts: hosts.map((h) => ({
+            host: h.host,
+            headroom_bytes: h.headroom_bytes,
+            lowest_headroom_share: h.lowest_headroom_share,
+            fleet_resident_bytes: h.fleet_resident_bytes,
+            processes: h.processes,
+          })),
+        }),
   };
 }

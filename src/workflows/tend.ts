@@ -12,6 +12,7 @@ import {
   type Hold,
   type Holds,
   type RampChange,
+  type HostMemoryWindow,
   type RampSettings,
   type TaskWindow,
 } from '../core/ramp';
@@ -19,6 +20,8 @@ import { QUIET_WINDOW, admitting, endWindow, holdsInForce, pause, unpause } from
 import type {
   AccountStatus,
   HoldRampArgs,
+  HostReport,
+  HostStatus,
   PauseArgs,
   RampHistoryEntry,
   ResolvedSettings,
@@ -155,6 +158,7 @@ export class Tender {
       settings: this.state.settings,
       now,
       holds: holdsInForce(this.state),
+      memory: this.tendHosts(),
       tasks: running.map((t) => ({
         ...t.ramp,
         name: t.plan.name,
@@ -189,6 +193,52 @@ export class Tender {
       const w = this.tasks.get(name)?.workers;
       if (w) addReport(w, report);
     }
+  }
+
+  /** A host's memory, from its owner, once a window (SPEC §2, gate 6). */
+  hostReport(report: HostReport, now: number): void {
+    const hosts = (this.state.hosts ??= {});
+    const known = Object.hasOwn(hosts, report.host) ? hosts[report.host] : undefined;
+    const lowest = Math.min(known?.windowLowestBytes ?? Infinity, report.lowestHeadroomBytes);
+    hosts[report.host] = { last: report, at: now, windowLowestBytes: lowest, silent: false };
+  }
+
+  /**
+   * Ends the hosts' window: the host whose headroom fell lowest in it, over its RAM (null: none
+   * reported). A host silent for two whole windows in a row has left and is dropped, as an
+   * account's host is; silent for one, its last report stands.
+   */
+  private tendHosts(): HostMemoryWindow | null {
+    let lowest: HostMemoryWindow | null = null;
+    const hosts = this.state.hosts ?? {};
+    for (const [name, host] of Object.entries(hosts)) {
+      if (host.windowLowestBytes === null) {
+        if (host.silent) delete hosts[name];
+        else host.silent = true;
+        continue;
+      }
+      const share = host.windowLowestBytes / host.last.totalBytes;
+      if (lowest === null || share < lowest.lowestHeadroomShare) {
+        lowest = { host: name, lowestHeadroomShare: share };
+      }
+      host.windowLowestBytes = null;
+    }
+    return lowest;
+  }
+
+  /** The hosts for `status`, by name. */
+  hostStatus(): HostStatus[] {
+    return Object.entries(this.state.hosts ?? {})
+      .sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0))
+      .map(([host, { last, at }]) => ({
+        host,
+        total_bytes: last.totalBytes,
+        headroom_bytes: last.headroomBytes,
+        lowest_headroom_share: last.lowestHeadroomBytes / last.totalBytes,
+        fleet_resident_bytes: last.fleetResidentBytes,
+        processes: last.processes,
+        reported_at: new Date(at).toISOString(),
+      }));
   }
 
   /**

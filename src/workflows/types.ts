@@ -119,6 +119,49 @@ export interface TendedAccount {
   silent?: string[];
 }
 
+/**
+ * What a host's owner (its supervisor) says of the host's memory, once a window, with its
+ * accounts' reports (SPEC §2, gate 6). Bytes, as the kernel counts them (src/util/host-memory.ts).
+ */
+export interface HostReport {
+  /** `<hostname>:<pid>` of the owner, as in {@link WorkerReport.host}. */
+  host: string;
+  /** The host's RAM. */
+  totalBytes: number;
+  /** Available memory plus free swap when it reported. */
+  headroomBytes: number;
+  /** The lowest headroom it sampled since its last report (it samples each second). */
+  lowestHeadroomBytes: number;
+  /** Resident memory of the owner and its worker processes, summed, when it reported. */
+  fleetResidentBytes: number;
+  /** How many worker processes it runs. */
+  processes: number;
+}
+
+/** A host as the tend keeps it: its last report, and the lowest headroom of the window. */
+export interface TendedHost {
+  last: HostReport;
+  /** Epoch milliseconds of the last report. */
+  at: number;
+  /** The lowest headroom reported in the current window; null: silent in it so far. */
+  windowLowestBytes: number | null;
+  /** Silent for the whole last window: still silent at the next tend, it is dropped. */
+  silent: boolean;
+}
+
+/** A host in `status`: its memory, and its fleet's. */
+export interface HostStatus {
+  host: string;
+  total_bytes: number;
+  headroom_bytes: number;
+  /** The lowest headroom since its report before, over RAM: what the gate read of its window. */
+  lowest_headroom_share: number;
+  fleet_resident_bytes: number;
+  processes: number;
+  /** ISO time of its last report. */
+  reported_at: string;
+}
+
 /** Everything the ramp carries between tends, as plain JSON (it crosses continue-as-new). */
 export interface TenderState {
   settings: RampSettings;
@@ -126,6 +169,8 @@ export interface TenderState {
   tasks: TendedTask[];
   /** The provider accounts, in the order they first reported (absent: carried from before them). */
   accounts?: TendedAccount[];
+  /** The hosts serving the eval set, by name, as their owners reported (absent: none yet). */
+  hosts?: Record<string, TendedHost>;
   holds: Holds;
   /** A `steward pause` in force (absent: carried from before pausing existed, or never paused). */
   pause?: Hold | null;
@@ -490,6 +535,8 @@ export interface EvalSetStatus {
   tasks: TaskStatus[];
   /** The provider accounts the tasks use (absent before any reported). */
   accounts?: AccountStatus[];
+  /** The hosts serving the eval set, with their memory (absent before any reported). */
+  hosts?: HostStatus[];
   /** When the task counters were last observed (ms since epoch, workflow time). */
   observed_at?: number;
   /** Runs of the `evalSet` workflow so far (it continues-as-new on long runs). */
@@ -540,6 +587,7 @@ export const setSamplesRampSignal = defineSignal<[SetSamplesRampArgs]>('setSampl
 export const pauseSignal = defineSignal<[PauseArgs]>('pause');
 export const unpauseSignal = defineSignal<[UnpauseArgs]>('unpause');
 export const workerReportSignal = defineSignal<[WorkerReport]>('workerReport');
+export const hostReportSignal = defineSignal<[HostReport]>('hostReport');
 /**
  * The steering updates: the same names and arguments as the signals, but the sender waits for
  * the answer, and a refused payload is rejected by the update's validator before anything enters

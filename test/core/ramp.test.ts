@@ -84,7 +84,7 @@ function run(first: TaskTendInput, windows: TaskWindow[]): TaskTendPlan[] {
 }
 
 describe('climb', () => {
-  test('all five gates held: up one step, with the reason', () => {
+  test('all six gates held: up one step, with the reason', () => {
     const plan = tend([task()]);
     expect(plan.tasks[0]).toMatchObject({ setpoint: 120, ramp: { state: 'climbing' } });
     expect(plan.changes).toEqual([
@@ -139,6 +139,12 @@ describe('climb', () => {
       {},
       'connection-bound: model calls queued for a connection 50% of the window',
     ],
+    [
+      "a host's memory headroom under 10% of its RAM",
+      {},
+      { memory: { host: 'gpu-box:41', lowestHeadroomShare: 0.0995 } },
+      'host memory low (gpu-box:41: headroom 9.9% of RAM < 10%)',
+    ],
   ])('blocked by %s alone', (_name, over, input, reason) => {
     const plan = tend([task(over)], input);
     expect(plan.tasks[0].setpoint).toBe(100);
@@ -148,6 +154,18 @@ describe('climb', () => {
 
   test('calls queued for a connection under half the window do not block the climb', () => {
     expect(one({ window: { connectionQueuedShare: 0.49 } }).setpoint).toBe(120);
+  });
+
+  test('headroom at 10% of RAM, or no host reporting its memory, does not block the climb', () => {
+    expect(one({}, { memory: { host: 'h:1', lowestHeadroomShare: 0.1 } }).setpoint).toBe(120);
+    expect(one({}, { memory: null }).setpoint).toBe(120);
+  });
+
+  test('low memory holds the climb but not a reversal, nor a range clamp down', () => {
+    const memory = { host: 'h:1', lowestHeadroomShare: 0.02 };
+    expect(one({ pushbackWindows: 1, window: pushback }, { memory }).setpoint).toBe(80);
+    const narrowed = settings({ samples: { ...rampMode, hi: 90 } });
+    expect(one({}, { memory, settings: narrowed }).setpoint).toBe(90);
   });
 
   test('retries at exactly 0.25 x setpoint are no surge', () => {

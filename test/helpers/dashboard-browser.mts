@@ -20,6 +20,7 @@ export interface Shown {
   /** Cells by task (or account), then field: the raw value the page shows (`data-value`). */
   tasks: Record<string, Record<string, string>>;
   accounts: Record<string, Record<string, string>>;
+  hosts: Record<string, Record<string, string>>;
   /** Tend records the page has read, and drawn. */
   tends: number;
   drawn: number;
@@ -47,6 +48,7 @@ const SHOWN = `(() => {
   return {
     tasks: cells('task'),
     accounts: cells('account'),
+    hosts: cells('host'),
     tends: Number(document.body.dataset.tends ?? -1),
     drawn: Number(document.body.dataset.drawn ?? -1),
     readAt: document.body.dataset.readAt ?? '',
@@ -98,8 +100,11 @@ async function main(request: Request): Promise<void> {
       last = await until((s) => s.tends > before.tends, 'a tend after the first');
     } else if (step === 'moved') {
       last = await until(
-        (s) => s.historyRows > 0 && Object.keys(s.accounts).length > 0,
-        'a ramp move and a provider account',
+        (s) =>
+          s.historyRows > 0 &&
+          Object.keys(s.accounts).length > 0 &&
+          Object.keys(s.hosts).length > 0,
+        'a ramp move, a provider account and a host',
       );
     } else if (step === 'workers-away') {
       last = await until((s) => s.workers === 'not answering', 'the workers away');

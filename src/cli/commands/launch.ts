@@ -15,7 +15,7 @@ import {
 } from '@temporalio/client';
 import { loadStewardYaml } from '../../config/load';
 import { settingsFromFlags, type KnobFlags } from '../../config/knobs';
-import { chooseSettings, withDefaults } from '../../config/settings';
+import { chooseSettings, withDefaults, type ResolvedSettings } from '../../config/settings';
 import { identityRefusals } from '../../definition/identity';
 import { loadDefinitionFiles, loadSnapshot, writeSnapshot } from '../../loader/snapshot';
 import { indicesWithKeys, sampleCount } from '../../definition/samples';
@@ -52,6 +52,9 @@ import { createNotifyActivities } from '../../activities/notify';
 import type { NotifyTarget } from '../../config/notify';
 import type { NotifyEvent } from '../../workflows/notify';
 import { checkDocker, sandboxDemand } from './docker';
+import { thisHostCapacity } from '../../activities/deps';
+import { memoryWarning, slotCount, type HostCapacity } from '../../core/slots';
+import { peakSandboxDemand } from '../../sandbox/budget';
 import { resultJson, resultTable } from '../table';
 import { SMOKE_DEFAULTS, runSmoke, type SmokeReport } from './smoke';
 import { smokeReportLines } from '../../core/smoke';
@@ -95,6 +98,8 @@ export async function launchCommand(file: string, opts: LaunchOptions): Promise<
   for (const warning of chosen.warnings) say(`warning: ${formatIssue(warning)}`);
   const settings = withDefaults(chosen.settings);
   checkModels(definition);
+  const outgrows = fleetMemoryWarning(definition, settings);
+  if (outgrows) say(`warning: ${outgrows}`);
   const docker = definition.tasks.some((t) => t.sandbox !== undefined)
     ? new Dockerode()
     : undefined;
@@ -599,4 +604,22 @@ function detachWorkers(name: string): void {
     },
   );
   child.unref();
+}
+
+/**
+ * Why the run looks set to outgrow this host's memory (SPEC §2, gate 6), or undefined: every
+ * worker slot it would start here, with the most samples its settings let run at once.
+ */
+export function fleetMemoryWarning(
+  definition: EvalSetDefinition,
+  settings: ResolvedSettings,
+  host: HostCapacity = thisHostCapacity(),
+): string | undefined {
+  // Every sample counts here, sandboxed or not, and no sandbox budget cuts them.
+  const tasks = definition.tasks.map((task) => ({ samples: sampleCount(task), sandboxed: true }));
+  return memoryWarning({
+    slots: slotCount(tasks.length, settings.maxWorkers, host),
+    samplesAtOnce: peakSandboxDemand(settings, tasks, null),
+    host,
+  });
 }
