@@ -7,6 +7,7 @@
  *
  *   npm run bench:load                    # 20 tasks × 1000 samples, max_samples 100
  *   npm run bench:load -- 5 2000 200
+ *   npm run bench:load -- 20 1000 100 20  # max_workers 20: a process a task, as before slots
  */
 import { promises as fs } from 'node:fs';
 import * as os from 'node:os';
@@ -27,11 +28,12 @@ function count(arg: string | undefined, fallback: number, what: string): number 
 }
 
 async function main(): Promise<void> {
-  const [tasks, samples, maxSamples] = process.argv.slice(2);
+  const [tasks, samples, maxSamples, maxWorkers] = process.argv.slice(2);
   const shape = {
     tasks: count(tasks, 20, 'tasks'),
     samplesPerTask: count(samples, 1_000, 'samples'),
     maxSamples: count(maxSamples, 100, 'max_samples'),
+    ...(maxWorkers === undefined ? {} : { maxWorkers: count(maxWorkers, 1, 'max_workers') }),
   };
   const dir = await fs.mkdtemp(path.join(os.tmpdir(), 'steward-bench-load-'));
   const stewardDir = path.join(dir, 'temporal');

@@ -25,6 +25,8 @@ export interface LoadShape {
   tasks: number;
   samplesPerTask: number;
   maxSamples: number;
+  /** `max_workers`; unset: the fleet is sized to the host (src/core/slots.ts). */
+  maxWorkers?: number;
 }
 
 export interface HistorySize {
@@ -67,7 +69,10 @@ export async function runLoad(options: LoadRunOptions): Promise<LoadRun> {
     name: `t${String(i + 1).padStart(2, '0')}`,
     samples: shape.samplesPerTask,
   }));
-  const file = await writeEvalSet(dir, name, tasks, { max_samples: shape.maxSamples });
+  const file = await writeEvalSet(dir, name, tasks, {
+    max_samples: shape.maxSamples,
+    ...(shape.maxWorkers === undefined ? {} : { max_workers: shape.maxWorkers }),
+  });
   const logDir = path.join(dir, 'logs');
 
   const started = performance.now();
@@ -166,8 +171,12 @@ export function loadTable(run: LoadRun): string {
   const rows: [string, string][] = [
     [
       'shape',
-      `${shape.tasks} tasks x ${shape.samplesPerTask} samples, max_samples ${shape.maxSamples}`,
+      `${shape.tasks} tasks x ${shape.samplesPerTask} samples, max_samples ${shape.maxSamples}, ` +
+        (shape.maxWorkers === undefined
+          ? 'max_workers unset (sized to the host)'
+          : `max_workers ${shape.maxWorkers}`),
     ],
+    ['worker processes', String(memory.processesByKind.worker ?? 0)],
     ['exit code', String(run.cli.code)],
     ['sample records', `${run.records} of ${samples}`],
     ['wall time', `${(run.wallMs / 1000).toFixed(1)} s`],

@@ -93,6 +93,8 @@ interface HostedAccount {
   lastDrainAt: number;
   /** Eval set id -> what it has not been told yet. */
   pending: Map<string, PendingWindow>;
+  /** Eval set id -> how many of its tasks the last report to it named. */
+  told: Map<string, number>;
   /** Calls in flight or waiting for a slot (pacing included), now. */
   wanting: number;
 }
@@ -130,6 +132,7 @@ export class AccountHost implements SlotSource {
         retries: 0,
         lastDrainAt: this.options.now(),
         pending: new Map(),
+        told: new Map(),
         wanting: 0,
       };
       account = Object.assign(state, { slots: pacedSlots(state, sleep) });
@@ -167,6 +170,20 @@ export class AccountHost implements SlotSource {
   }
 
   /**
+   * Whether the eval set has news it should hear before its next tend: a task of it that began
+   * calling through an account here since its last report. Until its first tend an account's
+   * ceiling is the sum of the ceilings of the tasks reported on it (src/workflows/tend.ts), so a
+   * task that joins is room the eval set should know of now, not a window later.
+   */
+  hasNews(evalSetId: string): boolean {
+    for (const account of this.accounts.values()) {
+      const tasks = account.users.get(evalSetId);
+      if (tasks && tasks.size > (account.told.get(evalSetId) ?? 0)) return true;
+    }
+    return false;
+  }
+
+  /**
    * What each account the eval set uses saw since the eval set was last told: one report per
    * account, naming the eval set's tasks on it. Another eval set on the same account is told the
    * same window in its own report, never a part of it.
@@ -183,6 +200,7 @@ export class AccountHost implements SlotSource {
       const window = account.pending.get(evalSetId) ?? emptyPending();
       account.pending.set(evalSetId, emptyPending(account.wanting));
       if (window.lowestLimit === null) continue;
+      account.told.set(evalSetId, tasks.size);
       reports.push({
         account: accountName(account.ref),
         tasks: [...tasks],
@@ -210,6 +228,7 @@ export class AccountHost implements SlotSource {
     for (const account of this.accounts.values()) {
       account.users.delete(evalSetId);
       account.pending.delete(evalSetId);
+      account.told.delete(evalSetId);
       this.applyCeiling(account);
     }
   }

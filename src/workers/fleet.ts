@@ -185,10 +185,14 @@ export class Fleet {
     });
     child.stdout.pipe(log, { end: false });
     child.stderr.pipe(log, { end: false });
+    // The tail of what it said so far: enough to find the ready line split across two chunks.
     let said = '';
     const listen = (chunk: Buffer): void => {
-      said = (said + chunk.toString()).slice(-2 * WORKER_READY.length);
-      if (!said.includes(WORKER_READY)) return;
+      const text = said + chunk.toString();
+      if (!text.includes(WORKER_READY)) {
+        said = text.slice(-(WORKER_READY.length - 1));
+        return;
+      }
       child.stdout.off('data', listen);
       started();
     };

@@ -90,27 +90,35 @@ async function followAndReport(handle: Handle, options: ReportOptions): Promise<
       }
       failing = true;
     }
-    const reportAt = !introduced
-      ? Date.now()
-      : nextTend === null
-        ? lastReport + options.intervalMs
-        : nextTend === reportedFor
-          ? Number.POSITIVE_INFINITY // reported for it; wait for the tend to set the next
-          : nextTend - leadMs;
+    // News (a task newly on an account) goes at once, off the schedule, accounts alone.
+    const news = introduced && options.host.hasNews(options.evalSetId);
+    const reportAt =
+      !introduced || news
+        ? Date.now()
+        : nextTend === null
+          ? lastReport + options.intervalMs
+          : nextTend === reportedFor
+            ? Number.POSITIVE_INFINITY // reported for it; wait for the tend to set the next
+            : nextTend - leadMs;
     const untilReport = reportAt - Date.now();
     if (untilReport > pollMs) {
       if (!(await pause(pollMs, options.signal))) return introduced;
       continue;
     }
     if (!(await pause(Math.max(0, untilReport), options.signal))) return introduced;
-    const outcome = await report(handle, options);
+    const outcome = await report(handle, options, { host: !news });
     if (outcome === 'over') return false;
     // A missed report costs one window's information, never a sample. One line per outage.
     if (outcome instanceof Error && !reportFailing) {
       console.error(`steward worker: report to ${options.evalSetId} failed: ${outcome.message}`);
     }
     reportFailing = outcome instanceof Error;
-    // The introduction is off the schedule: the report for the coming tend still goes.
+    // The introduction and news are off the schedule: the report for the coming tend still goes.
+    // News goes once a poll at most (a report that could not name the task leaves it news).
+    if (news) {
+      if (!(await pause(pollMs, options.signal))) return introduced;
+      continue;
+    }
     if (introduced) reportedFor = nextTend;
     introduced = true;
     lastReport = Date.now();
@@ -138,9 +146,13 @@ async function sayGoodbye(handle: Handle, options: ReportOptions): Promise<void>
  * What each account saw since the last report, to the eval set: sent, why not, or over when the
  * eval set has ended (between its fleet's last poll and this report: nothing to tell it, or to say).
  */
-async function report(handle: Handle, options: ReportOptions): Promise<'sent' | 'over' | Error> {
+async function report(
+  handle: Handle,
+  options: ReportOptions,
+  what: { host: boolean },
+): Promise<'sent' | 'over' | Error> {
   try {
-    if (options.memory) {
+    if (options.memory && what.host) {
       await handle.signal(hostReportSignal, options.memory.report(options.evalSetId));
     }
     for (const window of options.host.drain(options.evalSetId)) {

@@ -95,6 +95,13 @@ export const UNKNOWN_SIGNALS_LAST_PATCH = 'unknown-signals-last';
  */
 export const HAND_OVER_HOLDS_STARTS_PATCH = 'hand-over-holds-starts';
 
+/**
+ * New runs start an account at the sum of its tasks' ceilings, not the lowest of them (see
+ * `TenderState.accountCeilingsSum`): a hundred tasks on one account were held to 200 calls in
+ * flight until the first tend, a minute in.
+ */
+export const ACCOUNT_CEILINGS_SUM_PATCH = 'account-ceilings-sum';
+
 // Bad input fails these at once (non-retryable); the attempts are for infrastructure (a disk, a
 // restarting server), about ten minutes of it, after which the eval set fails saying why. They
 // heartbeat: a launch killed while it planned has its plan retried within the heartbeat timeout
@@ -363,7 +370,9 @@ export async function evalSet(raw: EvalSetInput): Promise<EvalSetResult> {
           `${evalSetWorkflowId(plan.name)}, not ${parentId}`,
       );
     }
-    tender = Tender.fresh(plan.settings);
+    tender = Tender.fresh(plan.settings, {
+      accountCeilingsSum: patched(ACCOUNT_CEILINGS_SUM_PATCH),
+    });
     for (const task of plan.tasks) tender.add(task, initialStatus(task));
   }
   const planned = plan;

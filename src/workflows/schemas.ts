@@ -355,6 +355,7 @@ const tendedAccountSchema = z.lazy(() =>
     hosts: z.record(z.string(), z.looseObject({})),
     shares: z.record(z.string(), count).optional(),
     reportedBy: z.array(z.string()),
+    tended: z.boolean().optional(),
     silent: z.array(z.string()).optional(),
   }),
 );
@@ -368,6 +369,7 @@ const tenderStateSchema = z.lazy(() =>
     }),
     tasks: z.array(tendedTaskSchema),
     accounts: z.array(tendedAccountSchema).optional(),
+    accountCeilingsSum: z.boolean().optional(),
     hosts: z
       .record(
         z.string(),

@@ -56,9 +56,13 @@ export class Tender {
   /** History entries not yet written to the log. */
   private unsaved: RampHistoryEntry[] = [];
 
-  /** A tender for a new eval set; tasks are added as planned. */
-  static fresh(settings: ResolvedSettings): Tender {
+  /**
+   * A tender for a new eval set; tasks are added as planned. `accountCeilingsSum`: see
+   * `TenderState` (the workflow passes its patch).
+   */
+  static fresh(settings: ResolvedSettings, options: { accountCeilingsSum?: boolean } = {}): Tender {
     return new Tender({
+      ...(options.accountCeilingsSum ? { accountCeilingsSum: true } : {}),
       settings: {
         samples: settings.samples,
         connections: settings.connections,
@@ -343,6 +347,7 @@ export class Tender {
         },
       });
       account.state = decided.state;
+      account.tended = true;
       account.lastRateLimitEpisodes = w.rateLimitEpisodes;
       account.lastLimit = w.lowestLimit;
       // A host silent for two whole windows in a row has left: its share goes back to the
@@ -407,6 +412,15 @@ export class Tender {
     }
     for (const task of report.tasks) {
       if (this.tasks.has(task) && !account.tasks.includes(task)) account.tasks.push(task);
+    }
+    if (this.state.accountCeilingsSum && !account.tended) {
+      // Until the tend decides it, what the tend would: room for every task on it at its ceiling,
+      // not one task's worth for all of them.
+      const sum = account.tasks.reduce(
+        (n, t) => n + (this.tasks.get(t)?.ramp.connectionCeiling ?? 0),
+        0,
+      );
+      if (sum > 0) account.state.ceiling = sum;
     }
     addReport(account.window, report);
     const host = report.host ?? String(report.pid);

@@ -110,6 +110,8 @@ export interface TendedAccount {
   shares?: Record<string, number>;
   /** Hosts that reported in the current window. */
   reportedBy: string[];
+  /** Whether a tend has decided its ceiling yet (absent: carried from before it was kept). */
+  tended?: boolean;
   /**
    * Hosts silent for the whole last window: one still silent at the next tend has left, and is
    * dropped. One missed window is not enough: a report that lands just after its tend (a busy
@@ -171,6 +173,12 @@ export interface TenderState {
   accounts?: TendedAccount[];
   /** The hosts serving the eval set, by name, as their owners reported (absent: none yet). */
   hosts?: Record<string, TendedHost>;
+  /**
+   * Until its first tend, an account's ceiling is the sum of its tasks' ceilings, raised as
+   * tasks join it (SPEC §2: the sum of their `hi`s). Absent: the lowest of the first reporting
+   * tasks' ceilings, kept to the first tend, as runs started before 2026-12-07 did.
+   */
+  accountCeilingsSum?: boolean;
   holds: Holds;
   /** A `steward pause` in force (absent: carried from before pausing existed, or never paused). */
   pause?: Hold | null;

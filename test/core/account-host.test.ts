@@ -110,6 +110,27 @@ describe('AccountHost: one controller per account for every process of the host'
     expect(h.drain('a')).toEqual([expect.objectContaining({ rateLimitEpisodes: 1 })]);
   });
 
+  test('a task newly on an account is news until a report names it; another eval set hears its own', async () => {
+    const { host: h, time } = host();
+    const slots = h.slots(account('m'), { evalSetId: 'a', tasks: ['x'] });
+    // Nothing reported yet: the first report (the introduction) is news as well.
+    expect(h.hasNews('a')).toBe(true);
+    const [r1] = await take(slots, 1);
+    r1({ kind: 'success' });
+    time.advance(500);
+    h.drain('a');
+    expect(h.hasNews('a')).toBe(false);
+    h.slots(account('m'), { evalSetId: 'a', tasks: ['x'] });
+    expect(h.hasNews('a')).toBe(false);
+    h.slots(account('m'), { evalSetId: 'a', tasks: ['y'] });
+    expect(h.hasNews('a')).toBe(true);
+    expect(h.hasNews('b')).toBe(false);
+    expect(h.drain('a')).toEqual([expect.objectContaining({ tasks: ['x', 'y'] })]);
+    expect(h.hasNews('a')).toBe(false);
+    h.forget('a');
+    expect(h.hasNews('a')).toBe(false);
+  });
+
   test('an eval set whose calls never used an account gets no report and is not "in use"', () => {
     const { host: h } = host();
     h.slots(account('m'), { evalSetId: 'a', tasks: ['x'] });

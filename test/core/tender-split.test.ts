@@ -148,3 +148,45 @@ test('a host whose fleet stops says so: its share goes to the others at once, pa
   t.tend(120_000);
   expect(t.accountControl()[ACCOUNT].shares).toEqual({ 'm1:1': 100 });
 });
+
+describe('before its first tend, an account starts at', () => {
+  function started(options: { accountCeilingsSum?: boolean }, names: string[]): Tender {
+    const t = Tender.fresh(settings, options);
+    for (const name of names) {
+      t.add(
+        { name, taskQueue: `q-${name}`, samples: 1_000, model: 'gpt', sandboxed: false },
+        taskStatus({ name }),
+      );
+      t.start(name, 0);
+    }
+    return t;
+  }
+
+  test('the sum of its tasks ceilings, raised as tasks join, until the tend decides it', () => {
+    const t = started({ accountCeilingsSum: true }, ['a', 'b', 'c']);
+    t.report(report('m1:1', 10, ['a', 'b']));
+    // Each task's ceiling is its hi, 50: two of them on the account so far.
+    expect(t.accountControl()[ACCOUNT].ceiling).toBe(100);
+    t.report(report('m2:1', 10, ['c']));
+    expect(t.accountControl()[ACCOUNT].ceiling).toBe(150);
+    t.tend(60_000);
+    expect(t.accountControl()[ACCOUNT].ceiling).toBe(150);
+    // Decided by the tend from then on: a report of the same tasks moves nothing.
+    t.report(report('m1:1', 10, ['a', 'b']));
+    expect(t.accountControl()[ACCOUNT].ceiling).toBe(150);
+  });
+
+  test('the lowest of the first reporting tasks ceilings, in runs from before (no patch)', () => {
+    const t = started({}, ['a', 'b', 'c']);
+    t.report(report('m1:1', 10, ['a', 'b']));
+    t.report(report('m2:1', 10, ['c']));
+    expect(t.accountControl()[ACCOUNT].ceiling).toBe(50);
+  });
+
+  test('the choice crosses continue-as-new', () => {
+    const t = started({ accountCeilingsSum: true }, ['a', 'b']);
+    const next = new Tender(JSON.parse(JSON.stringify(t.save())));
+    next.report(report('m1:1', 10, ['a', 'b']));
+    expect(next.accountControl()[ACCOUNT].ceiling).toBe(100);
+  });
+});
