@@ -101,11 +101,22 @@ export interface Sample {
   setup?: string;
 }
 
+/** One of a multiple-choice sample's choices, as Inspect's `Choice`. */
+export interface Choice {
+  value: string;
+  /** Whether the model picked it; unset until a solver (`multiple_choice`) reads the answer. */
+  correct?: boolean;
+  /** Its place in the dataset's order, so a shuffled choice maps back (0 is `A`). */
+  original_position: number;
+}
+
 /** The state a solver chain threads through, as in Inspect's TaskState. */
 export interface TaskState {
   sample: Sample;
   epoch: number;
   messages: ChatMessage[];
+  /** The sample's choices, in the order the model sees them; absent when it has none. */
+  choices?: Choice[];
   output?: ModelOutput;
   /** Usage summed over every model call of this sample. */
   usage: TokenUsage;
@@ -137,7 +148,8 @@ export interface SampleContext {
 
 export type Solver = (state: TaskState, ctx: SampleContext) => Promise<TaskState>;
 
-export type ScoreValue = 'C' | 'I' | number;
+/** Correct, incorrect, no answer (Inspect's `NOANSWER`), or a number. */
+export type ScoreValue = 'C' | 'I' | 'N' | number;
 
 export interface Score {
   value: ScoreValue;
