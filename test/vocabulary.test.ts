@@ -23,6 +23,7 @@ import {
   promptTemplate,
   userMessage,
 } from '../src/eval/solvers';
+import * as api from '../src/definition/index';
 import { namedStep } from '../src/logs/inspect/build';
 import { completedSample } from '../src/logs/inspect/samples';
 import type { SampleRecord } from '../src/logs/store';
@@ -440,6 +441,26 @@ describe('at load time', () => {
     ],
   ])('%s', (_why, task, expected) => {
     expect(errorsOf(task)).toEqual(expected);
+  });
+
+  it('a module is checked as YAML is: its built-ins carry their names', () => {
+    const moduleTask = (task: Record<string, unknown>) =>
+      validateDefinition(
+        {
+          name: 'v',
+          model: 'mockllm/model',
+          tasks: [{ name: 'quiz', dataset: [{ input: 'Q' }], ...task }],
+        },
+        { file: 'evalset.ts' },
+      );
+    expect(moduleTask({ scorer: api.choice() }).errors.map((issue) => issue.path)).toEqual([
+      'tasks.0.scorer',
+    ]);
+    const result = moduleTask({ solver: [api.multipleChoice()], scorer: api.choice() });
+    expect(result.errors).toEqual([]);
+    expect(multipleChoiceProblems(result.definition!.tasks[0], [{ id: 1 }])).toEqual([
+      'task quiz: the multiple_choice solver needs samples with choices; 1 of 1 have none (sample 1 first)',
+    ]);
   });
 
   it('f1 reports mean and stderr by default, as Inspect declares', () => {

@@ -16,6 +16,7 @@ import type { F1Options } from '../eval/f1';
 import type { MultipleChoiceOptions } from '../eval/multiple-choice';
 import type { AnswerKind, MatchOptions, PatternOptions } from '../eval/scorers';
 import { MAX_CHOICES, compilePattern, validChoiceTemplate } from '../core/vocabulary';
+import { functionIdentity } from '../definition/identity';
 import { modelArgsSchema, parseModelName } from './models';
 import {
   datasetFormatOf,
@@ -366,7 +367,10 @@ function vocabularyProblems(
     }
   });
   const scorer = scorerRef(task.scorer);
-  if (scorer.type === 'choice' && !solvers.some((ref) => ref.type === 'multiple_choice')) {
+  if (
+    builtInName(scorer) === 'choice' &&
+    !solvers.some((ref) => builtInName(ref) === 'multiple_choice')
+  ) {
     problems.push({
       path: 'scorer',
       message: `task ${task.name}: the choice scorer reads the choices multiple_choice marks: add the multiple_choice solver`,
@@ -391,6 +395,17 @@ function vocabularyProblems(
 }
 
 /**
+ * The built-in a step is: its type, or for a function the built-in that made it (a module's
+ * `multipleChoice()` or `choice()`), so a module is checked as YAML is.
+ */
+function builtInName(ref: SolverRef | ScorerRef): string {
+  if (ref.type !== 'custom') return ref.type;
+  const identity = functionIdentity('solver' in ref ? ref.solver : ref.scorer);
+  const [name] = Object.keys(identity as Record<string, unknown>);
+  return name === 'function' || name === undefined ? 'custom' : name;
+}
+
+/**
  * A task whose `multiple_choice` solver meets samples it cannot ask: none of their choices, or
  * more than the 26 letters A to Z can name. Checked once the dataset is read.
  */
@@ -398,7 +413,7 @@ export function multipleChoiceProblems(
   task: Pick<ValidatedTask, 'name' | 'solver'>,
   samples: Array<{ id: string | number; choices?: string[] }>,
 ): string[] {
-  if (!task.solver.some((ref) => ref.type === 'multiple_choice')) return [];
+  if (!task.solver.some((ref) => builtInName(ref) === 'multiple_choice')) return [];
   const problems: string[] = [];
   const without = samples.filter((sample) => !sample.choices || sample.choices.length === 0);
   if (without.length > 0) {
