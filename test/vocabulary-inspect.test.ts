@@ -305,6 +305,43 @@ const CASES: Case[] = [
     'ANSWER IS Yes',
   ),
 
+  scored(
+    "pattern: Python's $ matches before a final newline",
+    ['pattern', { pattern: String.raw`(\d+)$` }],
+    '42',
+    'It is 42\n',
+  ),
+  scored(
+    "pattern: Python's \\Z does not",
+    ['pattern', { pattern: String.raw`(\d+)\Z` }],
+    '42',
+    'It is 42\n',
+  ),
+  scored(
+    'pattern: (?m) lets $ end any line',
+    ['pattern', { pattern: String.raw`(?m)^(\d+)$` }],
+    '7',
+    'first\n7\nlast',
+  ),
+  scored(
+    "pattern: Python's named groups",
+    ['pattern', { pattern: String.raw`(?P<d>\d)(?P=d)` }],
+    '7',
+    'x 77 y',
+  ),
+  scored(
+    'pattern: a $ in a class is a dollar',
+    ['pattern', { pattern: String.raw`([$]\d+)` }],
+    '$5',
+    'cost $5',
+  ),
+  scored(
+    'pattern: \\A anchors the start of the text',
+    ['pattern', { pattern: String.raw`\A(\w+)` }],
+    'yes',
+    'yes, it is',
+  ),
+
   // ---- answer ----
   scored('answer letter: right', ['answer', { pattern: 'letter' }], 'B', 'ANSWER: B'),
   scored('answer letter: lower case', ['answer', { pattern: 'letter' }], 'B', 'answer: b.'),

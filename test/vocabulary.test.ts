@@ -5,6 +5,7 @@
  * identity and the log) and the pieces each is built from.
  */
 import { validateDefinition, multipleChoiceProblems } from '../src/config/validate';
+import { compilePattern } from '../src/core/vocabulary';
 import type { Choice, Model, Sample, SampleContext, TaskState } from '../src/definition/types';
 import { f1, normalizeText, pythonFloat } from '../src/eval/f1';
 import {
@@ -326,6 +327,22 @@ describe('pattern and answer', () => {
     expect((await run(answer('letter'), 'B', ['B'])).explanation).toBe(
       'The pattern did not match the output: B',
     );
+  });
+});
+
+describe('compilePattern reads Python’s syntax', () => {
+  it.each<[string, string, string, string | null]>([
+    ['$ before a final newline', String.raw`(\d+)$`, '42\n', '42'],
+    ['$ not before an inner newline', String.raw`(\d+)$`, '42\nx', null],
+    ['\\Z only at the very end', String.raw`(\d+)\Z`, '42\n', null],
+    ['\\A only at the very start', String.raw`\A(\w+)`, 'ab cd', 'ab'],
+    ['(?m) lets $ end a line', String.raw`(?m)(\d+)$`, '4\nx', '4'],
+    ['(?s) lets . cross lines', String.raw`(?s)a(.+)z`, 'a\nz', '\n'],
+    ['named groups', String.raw`(?P<d>\d)(?P=d)`, 'x 55', '5'],
+    ['a $ and a ] first in a class are members', String.raw`([]$]+)`, 'x]$', ']$'],
+    ['an escaped Z stays inside a class', String.raw`([\Z]+)`, 'aZZ', 'ZZ'],
+  ])('%s', (_why, source, text, group) => {
+    expect(compilePattern(source, false).exec(text)?.[1] ?? null).toBe(group);
   });
 });
 

@@ -93,13 +93,14 @@ export function pattern(options: PatternOptions): Scorer {
 }
 
 /**
- * Inspect's answer patterns, each reading the last `ANSWER:` of the output: one letter, one
+ * Inspect's answer patterns (`inspect_ai/_util/pattern.py`, in Python's syntax, which
+ * `compilePattern` reads), each reading the last `ANSWER:` of the output: one letter, one
  * word (a trailing full stop or comma left off), or the rest of the last line.
  */
 export const ANSWER_PATTERNS = {
   letter: String.raw`(?is)ANSWER\s*:\s*([A-Za-z])(?:[^\w]|\n|$)(?!.*ANSWER\s*:)`,
   word: String.raw`(?is)ANSWER\s*:\s*(\S+?)(?=[.,;:!?]?\s*(?:\n|$))(?!.*ANSWER\s*:)`,
-  line: String.raw`(?i)ANSWER\s*:\s*([^\n]+)\s*$`,
+  line: String.raw`(?i)ANSWER\s*:\s*([^\n]+)\s*\Z`,
 } as const;
 
 export type AnswerKind = keyof typeof ANSWER_PATTERNS;
