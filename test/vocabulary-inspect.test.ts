@@ -5,7 +5,7 @@
  * functions on a TaskState (test/helpers/inspect_vocabulary.py, one Python process for the
  * table), both with the same scripted model outputs: right, wrong, malformed, none. The
  * conversation after the solvers, every message list the model was given, the choices as left
- * marked, and the score (value, answer, explanation) must be equal.
+ * marked, and the score (value, answer, explanation, reason) must be equal.
  *
  * Steward's prompts are its own words, so where a case uses a default template, Inspect is given
  * Steward's. Explanations Steward words differently are compared after swapping Inspect's
@@ -52,7 +52,12 @@ interface Outcome {
   calls?: Array<Array<{ role: string; content: string }>>;
   completion?: string;
   choices?: Array<{ value: string; correct: boolean | null; original_position: number }> | null;
-  score?: { value: string | number; answer: string | null; explanation: string | null };
+  score?: {
+    value: string | number;
+    answer: string | null;
+    explanation: string | null;
+    reason: string | null;
+  };
 }
 
 /** Inspect's sentences in explanations, and Steward's words for the same facts. */
@@ -516,6 +521,7 @@ async function stewardOutcomes(cases: Case[]): Promise<Outcome[]> {
             value: score.value,
             answer: score.answer ?? null,
             explanation: score.explanation ?? null,
+            reason: score.reason ?? null,
           },
         };
       } catch (error) {

@@ -379,7 +379,8 @@ describe('f1', () => {
       targets,
       ctxOf(replying('').model),
     );
-    expect(score).toEqual({ value, answer: completion });
+    const reason = completion === '' ? { reason: 'no_response' } : {};
+    expect(score).toEqual({ value, answer: completion, ...reason });
   });
 });
 

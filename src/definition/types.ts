@@ -155,6 +155,11 @@ export interface Score {
   value: ScoreValue;
   answer?: string;
   explanation?: string;
+  /**
+   * Why a score is abnormal, in Inspect's words: `no_response` (an empty reply),
+   * `invalid_response_format` (a reply not in the asked format).
+   */
+  reason?: string;
 }
 
 export type Scorer = (state: TaskState, target: string[], ctx: SampleContext) => Promise<Score>;

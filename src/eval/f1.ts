@@ -18,7 +18,8 @@ export function f1(options: F1Options = {}): Scorer {
   const stopWords = options.stop_words?.map(normalizeToken);
   return async (state, targets) => {
     const answer = state.output?.completion ?? '';
-    return { value: maxF1(answer, targets, stopWords), answer };
+    const value = maxF1(answer, targets, stopWords);
+    return answer.trim() === '' ? { value, answer, reason: 'no_response' } : { value, answer };
   };
 }
 

@@ -265,7 +265,9 @@ export function choice(): Scorer {
     }
     if (selected.length === 0) {
       const empty = (state.output?.completion ?? '').trim() === '';
-      return { value: empty ? 'N' : 'I', answer: '', explanation };
+      return empty
+        ? { value: 'N', answer: '', explanation, reason: 'no_response' }
+        : { value: 'I', answer: '', explanation, reason: 'invalid_response_format' };
     }
     return { value: 'I', answer, explanation };
   };

@@ -67,8 +67,14 @@ export function pattern(options: PatternOptions): Scorer {
   return async (state, targets) => {
     const completion = state.output?.completion ?? '';
     const found = regex.exec(completion);
+    // An empty reply is no response even when a pattern like `(.*)` matches it.
+    const empty = completion.trim() === '';
     if (!found) {
-      return { value: 'I', explanation: `The pattern did not match the output: ${completion}` };
+      return {
+        value: 'I',
+        explanation: `The pattern did not match the output: ${completion}`,
+        reason: empty ? 'no_response' : 'invalid_response_format',
+      };
     }
     const groups = found.length > 1 ? found.slice(1) : [found[0]];
     const fold = (text: string) => (ignore_case ? pyLower(text) : text);
@@ -88,6 +94,7 @@ export function pattern(options: PatternOptions): Scorer {
       value: correct ? 'C' : 'I',
       ...(answer !== undefined ? { answer } : {}),
       explanation: completion,
+      ...(empty ? { reason: 'no_response' } : {}),
     };
   };
 }

@@ -6,7 +6,7 @@ Each case: {"sample": {"id", "input", "target", "choices"?, "metadata"?}, "solve
 "scorer": [name, args], "outputs": [completion, ...], "order"?: [positions]}. Solvers run on a
 TaskState built as Inspect builds one, with a `generate` that records the messages it is given and
 answers with the next scripted output (`generate` names a solver that just calls it). Prints, per case, the conversation after the solvers, each generate call's messages, the
-score (value, answer, explanation), and the choices as the state left them; or the error raised.
+score (value, answer, explanation, reason), and the choices as the state left them; or the error raised.
 """
 
 import asyncio
@@ -120,7 +120,12 @@ async def run(case):
             {"value": c.value, "correct": c.correct, "original_position": c.original_position}
             for c in state.choices
         ],
-        "score": {"value": score.value, "answer": score.answer, "explanation": score.explanation},
+        "score": {
+            "value": score.value,
+            "answer": score.answer,
+            "explanation": score.explanation,
+            "reason": score.reason,
+        },
     }
 
 

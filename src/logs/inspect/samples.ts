@@ -51,6 +51,7 @@ export interface InspectScore {
   value: ScoreValue;
   answer?: string;
   explanation?: string;
+  reason?: string;
   history: [];
 }
 
@@ -309,6 +310,7 @@ function toScore(score: SampleRecord['score']): InspectScore {
     value: score.value,
     ...(score.answer !== undefined ? { answer: score.answer } : {}),
     ...(score.explanation !== undefined ? { explanation: score.explanation } : {}),
+    ...(score.reason !== undefined ? { reason: score.reason } : {}),
     history: [],
   };
 }
