@@ -4,7 +4,8 @@
  * what Steward adds or refuses (the seeded shuffle, letters past Z, the checks at load time, the
  * identity and the log) and the pieces each is built from.
  */
-import { validateDefinition, multipleChoiceProblems } from '../src/config/validate';
+import { multipleChoiceProblems } from '../src/config/steps';
+import { validateDefinition } from '../src/config/validate';
 import { compilePattern } from '../src/core/vocabulary';
 import type { Choice, Model, Sample, SampleContext, TaskState } from '../src/definition/types';
 import { f1, normalizeText, pythonFloat } from '../src/eval/f1';

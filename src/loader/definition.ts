@@ -8,14 +8,8 @@ import * as path from 'node:path';
 import { require as tsxRequire } from 'tsx/cjs/api';
 import { ConfigError, type ConfigIssue } from '../errors';
 import { parseYaml, readTextFile } from '../config/load';
-import {
-  multipleChoiceProblems,
-  validateDefinition,
-  type DatasetRef,
-  type ScorerRef,
-  type SolverRef,
-  type ValidatedTask,
-} from '../config/validate';
+import { multipleChoiceProblems, type ScorerRef, type SolverRef } from '../config/steps';
+import { validateDefinition, type DatasetRef, type ValidatedTask } from '../config/validate';
 import { agent } from '../eval/agent';
 import { sandboxCheck } from '../eval/sandbox-scorers';
 import { f1 } from '../eval/f1';
