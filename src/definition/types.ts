@@ -3,8 +3,9 @@
  *
  * A definition comes from YAML (`evalset.yaml`) or from a TypeScript module exporting one; both
  * end up as an {@link EvalSetDefinition}. Solvers and scorers are plain functions here; YAML names
- * the built-in ones (`system_message`, `generate`, `agent`, `match`, `includes`, `exact`,
- * `sandbox_check`).
+ * the built-in ones (solvers in `eval/solvers.ts`, `eval/multiple-choice.ts`, `eval/agent.ts`;
+ * scorers in `eval/scorers.ts`, `eval/f1.ts`, `eval/multiple-choice.ts`,
+ * `eval/sandbox-scorers.ts`).
  */
 
 import type { ConcurrencySettings, SampleLimits } from '../config/knobs';
