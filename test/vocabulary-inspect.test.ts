@@ -405,6 +405,11 @@ const CASES: Case[] = [
     'sky is blue',
     'the sky is very blue',
   ),
+  scored('f1: casefold folds ß', ['f1', {}], 'STRASSE', 'die Straße'),
+  scored('f1: articles only as whole words', ['f1', {}], 'theory', 'a theory'),
+  scored('f1: thousands separators', ['f1', {}], '1000 apples', '1,000 apples'),
+  scored('f1: underscores in a number', ['f1', {}], '1000', '1_000'),
+  scored('f1: infinity is not a number', ['f1', {}], '1e400', '1e400'),
   scored('f1: case folded, punctuation dropped', ['f1', {}], "don't STOP", 'Dont stop!'),
   scored(
     'f1: one word in fifteen (0.125)',
