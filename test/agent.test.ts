@@ -279,7 +279,7 @@ describe('sandboxed tasks in a definition', () => {
       'tasks.0.solver.0.agent: unknown key "max_turn"',
     ]);
     expect(errors(task({ solver: ['agents'] }))).toEqual([
-      'tasks.0.solver.0: unknown solver; the built-in ones are system_message, generate, agent',
+      'tasks.0.solver.0: unknown solver; the built-in ones are system_message, user_message, assistant_message, prompt_template, chain_of_thought, multiple_choice, generate, agent',
     ]);
     expect(errors(task({ sandbox: 'img', scorer: { sandbox_check: { cmd: [] } } }))).toEqual([
       'tasks.0.scorer.sandbox_check.cmd: must not be empty',

@@ -167,7 +167,44 @@ const rejected: Row[] = [
     files: { 'evalset.yaml': definition({}, { scorer: 'matchh' }), 'data.jsonl': ONE_SAMPLE },
     code: 2,
     stderr: (d) =>
-      `steward: ${d}/evalset.yaml: tasks.0.scorer: unknown scorer; the built-in ones are match, includes, exact, sandbox_check ("matchh")`,
+      `steward: ${d}/evalset.yaml: tasks.0.scorer: unknown scorer; the built-in ones are match, includes, exact, choice, pattern, answer, f1, sandbox_check ("matchh")`,
+  },
+  {
+    name: 'a multiple_choice task whose samples have no choices',
+    files: {
+      'evalset.yaml': definition({}, { solver: 'multiple_choice', scorer: 'choice' }),
+      'data.jsonl': ONE_SAMPLE,
+    },
+    code: 2,
+    stderr: (d) =>
+      `steward: ${d}/evalset.yaml: tasks.0.dataset: task t: the multiple_choice solver needs samples with choices; 1 of 1 have none (sample a first)`,
+  },
+  {
+    name: 'a multiple_choice sample with more than 26 choices',
+    files: {
+      'evalset.yaml': definition({}, { solver: 'multiple_choice', scorer: 'choice' }),
+      'data.jsonl': `${JSON.stringify({ id: 'wide', input: 'Pick one.', target: 'A', choices: Array.from({ length: 27 }, (_, i) => `option ${i + 1}`) })}\n`,
+    },
+    code: 2,
+    stderr: (d) =>
+      `steward: ${d}/evalset.yaml: tasks.0.dataset: task t: multiple_choice letters choices A to Z, at most 26; sample wide has 27`,
+  },
+  {
+    name: 'a choice scorer without multiple_choice',
+    files: { 'evalset.yaml': definition({}, { scorer: 'choice' }), 'data.jsonl': ONE_SAMPLE },
+    code: 2,
+    stderr: (d) =>
+      `steward: ${d}/evalset.yaml: tasks.0.scorer: task t: the choice scorer reads the choices multiple_choice marks: add the multiple_choice solver`,
+  },
+  {
+    name: 'a pattern that is not a regular expression',
+    files: {
+      'evalset.yaml': definition({}, { scorer: { pattern: 'ANSWER: (\\d+' } }),
+      'data.jsonl': ONE_SAMPLE,
+    },
+    code: 2,
+    stderr: (d) =>
+      `steward: ${d}/evalset.yaml: tasks.0.scorer.pattern: task t: not a valid regular expression (Invalid regular expression: /ANSWER: (\\d+/i: Unterminated group) ("ANSWER: (\\\\d+")`,
   },
   {
     name: 'model_args the provider does not take',

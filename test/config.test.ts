@@ -349,14 +349,14 @@ describe('validateDefinition', () => {
       'an unknown scorer',
       withTask({ scorer: 'matches' }),
       [
-        'evalset.yaml: tasks.0.scorer: unknown scorer; the built-in ones are match, includes, exact, sandbox_check ("matches")',
+        'evalset.yaml: tasks.0.scorer: unknown scorer; the built-in ones are match, includes, exact, choice, pattern, answer, f1, sandbox_check ("matches")',
       ],
     ],
     [
       'an unknown scorer with options',
       withTask({ scorer: { regex: { pattern: 'x' } } }),
       [
-        'evalset.yaml: tasks.0.scorer: unknown scorer; the built-in ones are match, includes, exact, sandbox_check ({"regex":{"pattern":"x"}})',
+        'evalset.yaml: tasks.0.scorer: unknown scorer; the built-in ones are match, includes, exact, choice, pattern, answer, f1, sandbox_check ({"regex":{"pattern":"x"}})',
       ],
     ],
     [
@@ -375,8 +375,8 @@ describe('validateDefinition', () => {
       'unknown solvers, each at its place',
       withTask({ solver: ['generat', { system_mesage: 'x' }, { generate: { max_token: 5 } }] }),
       [
-        'evalset.yaml: tasks.0.solver.0: unknown solver; the built-in ones are system_message, generate, agent ("generat")',
-        'evalset.yaml: tasks.0.solver.1: unknown solver; the built-in ones are system_message, generate, agent ({"system_mesage":"x"})',
+        'evalset.yaml: tasks.0.solver.0: unknown solver; the built-in ones are system_message, user_message, assistant_message, prompt_template, chain_of_thought, multiple_choice, generate, agent ("generat")',
+        'evalset.yaml: tasks.0.solver.1: unknown solver; the built-in ones are system_message, user_message, assistant_message, prompt_template, chain_of_thought, multiple_choice, generate, agent ({"system_mesage":"x"})',
         'evalset.yaml: tasks.0.solver.2.generate: unknown key "max_token"',
       ],
     ],
@@ -563,7 +563,7 @@ describe('loadDefinition (module)', () => {
     [
       'an invalid definition, as for YAML',
       'module/invalid.ts',
-      'module/invalid.ts: tasks.0.scorer: expected match, includes, exact, { match: <options> }, { includes: <options> }, { sandbox_check: <options> } or a function (42)',
+      'module/invalid.ts: tasks.0.scorer: expected match, includes, exact, choice, f1, { match: <options> }, { includes: <options> }, { pattern: <regex or options> }, { answer: letter | word | line }, { f1: <options> }, { sandbox_check: <options> } or a function (42)',
     ],
     ['a missing module', 'module/nope.ts', 'module/nope.ts: definition file not found'],
   ])('refuses %s', async (_name, file, expected) => {

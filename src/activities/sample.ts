@@ -118,6 +118,7 @@ export function createSampleActivities(deps: ActivityDeps) {
             ...(sample.metadata !== undefined ? { metadata: sample.metadata } : {}),
             messages: state.messages,
             output: state.output?.completion ?? '',
+            ...(state.choices !== undefined ? { choices: state.choices } : {}),
             score,
             scorer: task.scorerName,
             usage: state.usage,

@@ -153,20 +153,35 @@ const agentOptions = z.strictObject({
   system_message: z.string().optional(),
 });
 
+/** The `multiple_choice` solver's options (`eval/multiple-choice.ts`); it needs `choices`. */
+const multipleChoiceOptions = z.strictObject({
+  template: z.string().optional(),
+  cot: z.boolean().optional(),
+  multiple_correct: z.boolean().optional(),
+  /** `true` (seed 0) or a seed: the same order for a sample in every epoch and relaunch. */
+  shuffle: z.union([z.boolean(), z.number().int()]).optional(),
+  max_tokens: positiveInt.optional(),
+});
+
 const solverEntry = z.union(
   [
-    z.enum(['generate', 'agent']),
+    z.enum(['generate', 'agent', 'chain_of_thought', 'multiple_choice']),
     z.strictObject({ system_message: z.string() }),
+    z.strictObject({ user_message: z.string() }),
+    z.strictObject({ assistant_message: z.string() }),
+    z.strictObject({ prompt_template: z.string() }),
+    z.strictObject({ chain_of_thought: z.string().nullable() }),
     // `- generate:` with nothing after it is YAML's null.
     z.strictObject({ generate: generateConfig.nullable() }),
     z.strictObject({ agent: agentOptions.nullable() }),
+    z.strictObject({ multiple_choice: multipleChoiceOptions.nullable() }),
     fn<Solver>(),
   ],
   {
     error: unknownBuiltin(
       'solver',
-      'system_message, generate, agent',
-      'generate, agent, { system_message: <text> }, { generate: <config> }, { agent: <options> } or a function',
+      'system_message, user_message, assistant_message, prompt_template, chain_of_thought, multiple_choice, generate, agent',
+      'generate, agent, chain_of_thought, multiple_choice, { system_message: <text> }, { user_message: <text> }, { assistant_message: <text> }, { prompt_template: <template> }, { chain_of_thought: <template> }, { multiple_choice: <options> }, { generate: <config> }, { agent: <options> } or a function',
     ),
   },
 );
@@ -193,19 +208,32 @@ const sandboxCheckOptions = z.strictObject({
   timeout: z.number().positive().optional(),
 });
 
+/** The `pattern` scorer's options (`eval/scorers.ts`). */
+const patternOptions = z.strictObject({
+  pattern: z.string().min(1),
+  ignore_case: z.boolean().optional(),
+  match_all: z.boolean().optional(),
+});
+
 const scorerSpec = z.union(
   [
-    z.enum(['match', 'includes', 'exact']),
+    z.enum(['match', 'includes', 'exact', 'choice', 'f1']),
     z.strictObject({ match: matchOptions.nullable() }),
     z.strictObject({ includes: includesOptions.nullable() }),
     z.strictObject({ sandbox_check: sandboxCheckOptions }),
+    z.strictObject({ choice: z.null() }),
+    z.strictObject({ pattern: z.union([z.string().min(1), patternOptions]) }),
+    z.strictObject({ answer: z.enum(['letter', 'word', 'line']) }),
+    z.strictObject({
+      f1: z.strictObject({ stop_words: z.array(z.string()).optional() }).nullable(),
+    }),
     fn<Scorer>(),
   ],
   {
     error: unknownBuiltin(
       'scorer',
-      'match, includes, exact, sandbox_check',
-      'match, includes, exact, { match: <options> }, { includes: <options> }, { sandbox_check: <options> } or a function',
+      'match, includes, exact, choice, pattern, answer, f1, sandbox_check',
+      'match, includes, exact, choice, f1, { match: <options> }, { includes: <options> }, { pattern: <regex or options> }, { answer: letter | word | line }, { f1: <options> }, { sandbox_check: <options> } or a function',
     ),
   },
 );

@@ -9,11 +9,9 @@ import { DEFAULT_SCORING, reducerEpochsNeeded } from '../core/reducers';
 import type { ConfigIssue } from '../errors';
 import { issuesFromZod, type IssueOrigin } from './issues';
 import { KNOBS, LIMITS, rampRangeProblem, type ConcurrencySettings } from './knobs';
-import type { GenerateConfig, Scorer, Solver, TaskDefinition } from '../definition/types';
-import type { AgentOptions } from '../eval/agent';
-import type { SandboxCheckOptions } from '../eval/sandbox-scorers';
-import type { MatchOptions } from '../eval/scorers';
+import type { TaskDefinition } from '../definition/types';
 import { modelArgsSchema, parseModelName } from './models';
+import { scorerRef, solverRefs, stepProblems, type ScorerRef, type SolverRef } from './steps';
 import {
   datasetFormatOf,
   definitionSchema,
@@ -22,21 +20,6 @@ import {
   type ParsedTask,
   type SampleRecord,
 } from './schema';
-
-/** A solver chain step, before it is built. */
-export type SolverRef =
-  | { type: 'system_message'; text: string }
-  | { type: 'generate'; config: GenerateConfig }
-  | { type: 'agent'; options: AgentOptions }
-  | { type: 'custom'; solver: Solver };
-
-/** A scorer, before it is built. */
-export type ScorerRef =
-  | { type: 'match'; options: MatchOptions }
-  | { type: 'includes'; options: { ignore_case?: boolean } }
-  | { type: 'exact' }
-  | { type: 'sandbox_check'; options: SandboxCheckOptions }
-  | { type: 'custom'; scorer: Scorer };
 
 /**
  * Where a task's samples come from; a file path is as written, relative to the definition. A
@@ -146,31 +129,12 @@ function epochsOf(task: ParsedTask): Pick<TaskDefinition, 'epochs' | 'scoring'> 
     epochs: epochs.count,
     scoring: {
       reducers: typeof reducer === 'string' ? [reducer] : reducer,
-      metrics: task.metrics ?? DEFAULT_SCORING.metrics,
+      // Inspect's f1 declares mean and stderr (its values are fractions, not right or wrong).
+      metrics:
+        task.metrics ??
+        (scorerRef(task.scorer).type === 'f1' ? ['mean', 'stderr'] : DEFAULT_SCORING.metrics),
     },
   };
-}
-
-function solverRefs(spec: ParsedTask['solver']): SolverRef[] {
-  if (spec === undefined) return [{ type: 'generate', config: {} }];
-  return (Array.isArray(spec) ? spec : [spec]).map((entry): SolverRef => {
-    if (typeof entry === 'function') return { type: 'custom', solver: entry };
-    if (entry === 'generate') return { type: 'generate', config: {} };
-    if (entry === 'agent') return { type: 'agent', options: {} };
-    if ('system_message' in entry) return { type: 'system_message', text: entry.system_message };
-    if ('agent' in entry) return { type: 'agent', options: entry.agent ?? {} };
-    return { type: 'generate', config: entry.generate ?? {} };
-  });
-}
-
-function scorerRef(spec: ParsedTask['scorer']): ScorerRef {
-  if (typeof spec === 'function') return { type: 'custom', scorer: spec };
-  if (spec === 'exact') return { type: 'exact' };
-  if (spec === 'match') return { type: 'match', options: {} };
-  if (spec === 'includes') return { type: 'includes', options: {} };
-  if ('match' in spec) return { type: 'match', options: spec.match ?? {} };
-  if ('sandbox_check' in spec) return { type: 'sandbox_check', options: spec.sandbox_check };
-  return { type: 'includes', options: spec.includes ?? {} };
 }
 
 function datasetRef(spec: ParsedTask['dataset']): DatasetRef {
@@ -249,6 +213,7 @@ function checkRules(def: ParsedDefinition, origin: IssueOrigin) {
     }
 
     errors.push(...scoringProblems(task).map((p) => at(`${path}.${p.path}`, p.message, p.value)));
+    errors.push(...stepProblems(task).map((p) => at(`${path}.${p.path}`, p.message, p.value)));
 
     if (task.scorer_name !== undefined && typeof task.scorer !== 'function') {
       warnings.push(

@@ -6,6 +6,8 @@
 
 import type { EvalSetSpec } from '../config/schema';
 import { agent as agentSolver } from '../eval/agent';
+import { f1 as f1Scorer } from '../eval/f1';
+import * as multipleChoiceModule from '../eval/multiple-choice';
 import { sandboxCheck as sandboxScorer } from '../eval/sandbox-scorers';
 import * as scorers from '../eval/scorers';
 import * as solvers from '../eval/solvers';
@@ -56,12 +58,33 @@ export const exact = named('exact', scorers.exact);
 export const generate = described('generate', solvers.generate);
 /** Inspect's `system_message()`: puts a system message first. */
 export const systemMessage = described('system_message', solvers.systemMessage);
+/** Inspect's `user_message()`: appends a user message (metadata fills `{name}`s). */
+export const userMessage = described('user_message', solvers.userMessage);
+/** Inspect's `assistant_message()`: appends an assistant message (metadata fills `{name}`s). */
+export const assistantMessage = described('assistant_message', solvers.assistantMessage);
+/** Inspect's `prompt_template()`: rewrites the user prompt; `{prompt}` is the prompt as it was. */
+export const promptTemplate = described('prompt_template', solvers.promptTemplate);
+/** Inspect's `chain_of_thought()`: asks for reasoning, then `ANSWER: ...` on the last line. */
+export const chainOfThought = described('chain_of_thought', solvers.chainOfThought);
+/** Inspect's `multiple_choice()`: asks the sample's lettered choices and reads `ANSWER: X`. */
+export const multipleChoice = described('multiple_choice', multipleChoiceModule.multipleChoice);
+/** Inspect's `choice()`: scores the choices `multiple_choice` marked against the target letters. */
+export const choice = named('choice', multipleChoiceModule.choice);
+/** Inspect's `pattern()`: a regular expression's group compared with the targets. */
+export const pattern = named('pattern', scorers.pattern);
+/** Inspect's `answer()`: the letter, word or line after the output's last `ANSWER:`. */
+export const answer = named('answer', scorers.answer);
+/** Inspect's `f1()`: token F1 against the best target, normalised as Inspect does. */
+export const f1 = named('f1', f1Scorer);
 /** The tool-calling agent loop in the task's sandbox. */
 export const agent = described('agent', agentSolver);
 /** Scores by running a check in the sample's sandbox. */
 export const sandboxCheck = named('sandbox_check', sandboxScorer);
 
 export type { AgentOptions } from '../eval/agent';
+export type { F1Options } from '../eval/f1';
+export type { MultipleChoiceOptions } from '../eval/multiple-choice';
+export type { AnswerKind, MatchOptions, PatternOptions } from '../eval/scorers';
 export type { SandboxCheckOptions } from '../eval/sandbox-scorers';
 export { loadDefinition } from '../loader/definition';
 export { loadDataset } from './dataset';
@@ -75,6 +98,7 @@ export type {
 } from '../config/schema';
 export type {
   ChatMessage,
+  Choice,
   EvalSetDefinition,
   GenerateConfig,
   Model,

@@ -3,8 +3,9 @@
  *
  * A definition comes from YAML (`evalset.yaml`) or from a TypeScript module exporting one; both
  * end up as an {@link EvalSetDefinition}. Solvers and scorers are plain functions here; YAML names
- * the built-in ones (`system_message`, `generate`, `agent`, `match`, `includes`, `exact`,
- * `sandbox_check`).
+ * the built-in ones (solvers in `eval/solvers.ts`, `eval/multiple-choice.ts`, `eval/agent.ts`;
+ * scorers in `eval/scorers.ts`, `eval/f1.ts`, `eval/multiple-choice.ts`,
+ * `eval/sandbox-scorers.ts`).
  */
 
 import type { ConcurrencySettings, SampleLimits } from '../config/knobs';
@@ -101,11 +102,22 @@ export interface Sample {
   setup?: string;
 }
 
+/** One of a multiple-choice sample's choices, as Inspect's `Choice`. */
+export interface Choice {
+  value: string;
+  /** Whether the model picked it; unset until a solver (`multiple_choice`) reads the answer. */
+  correct?: boolean;
+  /** Its place in the dataset's order, so a shuffled choice maps back (0 is `A`). */
+  original_position: number;
+}
+
 /** The state a solver chain threads through, as in Inspect's TaskState. */
 export interface TaskState {
   sample: Sample;
   epoch: number;
   messages: ChatMessage[];
+  /** The sample's choices, in the order the model sees them; absent when it has none. */
+  choices?: Choice[];
   output?: ModelOutput;
   /** Usage summed over every model call of this sample. */
   usage: TokenUsage;
@@ -137,12 +149,18 @@ export interface SampleContext {
 
 export type Solver = (state: TaskState, ctx: SampleContext) => Promise<TaskState>;
 
-export type ScoreValue = 'C' | 'I' | number;
+/** Correct, incorrect, no answer (Inspect's `NOANSWER`), or a number. */
+export type ScoreValue = 'C' | 'I' | 'N' | number;
 
 export interface Score {
   value: ScoreValue;
   answer?: string;
   explanation?: string;
+  /**
+   * Why a score is abnormal, in Inspect's words: `no_response` (an empty reply),
+   * `invalid_response_format` (a reply not in the asked format).
+   */
+  reason?: string;
 }
 
 export type Scorer = (state: TaskState, target: string[], ctx: SampleContext) => Promise<Score>;

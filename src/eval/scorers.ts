@@ -4,6 +4,7 @@
  * target; any target that matches makes the sample correct.
  */
 
+import { compilePattern } from '../core/vocabulary';
 import type { Score, Scorer, TaskState } from '../definition/types';
 
 export interface MatchOptions {
@@ -40,6 +41,85 @@ export function includes(options: { ignore_case?: boolean } = {}): Scorer {
 export function exact(): Scorer {
   const normalise = (text: string) => casefold(text).trim().split(/\s+/).join(' ');
   return stringMatchScorer((value, target) => [value, normalise(value) === normalise(target)]);
+}
+
+export interface PatternOptions {
+  /**
+   * A regular expression (JavaScript's syntax; a leading `(?i)`, `(?s)` or `(?m)`, as Python
+   * writes flags, is read as the flag). Its capture groups are the answers; with none, the whole
+   * match is.
+   */
+  pattern: string;
+  /** Compare the answer with the targets (and match the pattern) ignoring case. @default true */
+  ignore_case?: boolean;
+  /** With several groups, every group that matched must equal a target. @default false */
+  match_all?: boolean;
+}
+
+/**
+ * Inspect's `pattern()`: the first match of `pattern` in the completion; correct when its group
+ * (any one, or with `match_all` every one that matched) equals a target. With a single group
+ * that equals no target, that group is still the answer, to show what was read.
+ */
+export function pattern(options: PatternOptions): Scorer {
+  const { ignore_case = true, match_all = false } = options;
+  const regex = compilePattern(options.pattern, ignore_case);
+  return async (state, targets) => {
+    const completion = state.output?.completion ?? '';
+    const found = regex.exec(completion);
+    // An empty reply is no response even when a pattern like `(.*)` matches it.
+    const empty = completion.trim() === '';
+    if (!found) {
+      return {
+        value: 'I',
+        explanation: `The pattern did not match the output: ${completion}`,
+        reason: empty ? 'no_response' : 'invalid_response_format',
+      };
+    }
+    const groups = found.length > 1 ? found.slice(1) : [found[0]];
+    const fold = (text: string) => (ignore_case ? pyLower(text) : text);
+    const folded = targets.map(fold);
+    const equalsTarget = (group: string) => folded.includes(fold(group));
+    let answer: string | undefined;
+    if (match_all) {
+      const matched = groups.filter((group): group is string => group !== undefined);
+      answer = matched.length > 0 && matched.every(equalsTarget) ? targets.join('') : undefined;
+    } else {
+      answer = groups.find((group): group is string => group !== undefined && equalsTarget(group));
+      // Python's truthiness: an empty group that equals an empty target is still no match.
+    }
+    const correct = answer !== undefined && answer !== '';
+    if (!match_all && answer === undefined && groups.length === 1) answer = groups[0];
+    return {
+      value: correct ? 'C' : 'I',
+      ...(answer !== undefined ? { answer } : {}),
+      explanation: completion,
+      ...(empty ? { reason: 'no_response' } : {}),
+    };
+  };
+}
+
+/**
+ * Inspect's answer patterns (`inspect_ai/_util/pattern.py`, in Python's syntax, which
+ * `compilePattern` reads), each reading the last `ANSWER:` of the output: one letter, one
+ * word (a trailing full stop or comma left off), or the rest of the last line.
+ */
+export const ANSWER_PATTERNS = {
+  letter: String.raw`(?is)ANSWER\s*:\s*([A-Za-z])(?:[^\w]|\n|$)(?!.*ANSWER\s*:)`,
+  word: String.raw`(?is)ANSWER\s*:\s*(\S+?)(?=[.,;:!?]?\s*(?:\n|$))(?!.*ANSWER\s*:)`,
+  line: String.raw`(?i)ANSWER\s*:\s*([^\n]+)\s*\Z`,
+} as const;
+
+export type AnswerKind = keyof typeof ANSWER_PATTERNS;
+
+/** Inspect's `answer()`: `pattern` with the answer pattern of `kind`. */
+export function answer(kind: AnswerKind): Scorer {
+  return pattern({ pattern: ANSWER_PATTERNS[kind] });
+}
+
+/** Python's `str.lower`, near enough for comparing answers. */
+function pyLower(text: string): string {
+  return text.toLowerCase();
 }
 
 /** Returns the answer the check extracted from the completion, and whether it matched. */

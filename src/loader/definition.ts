@@ -8,17 +8,21 @@ import * as path from 'node:path';
 import { require as tsxRequire } from 'tsx/cjs/api';
 import { ConfigError, type ConfigIssue } from '../errors';
 import { parseYaml, readTextFile } from '../config/load';
-import {
-  validateDefinition,
-  type DatasetRef,
-  type ScorerRef,
-  type SolverRef,
-  type ValidatedTask,
-} from '../config/validate';
+import { multipleChoiceProblems, type ScorerRef, type SolverRef } from '../config/steps';
+import { validateDefinition, type DatasetRef, type ValidatedTask } from '../config/validate';
 import { agent } from '../eval/agent';
 import { sandboxCheck } from '../eval/sandbox-scorers';
-import { exact, includes, match } from '../eval/scorers';
-import { generate, systemMessage } from '../eval/solvers';
+import { f1 } from '../eval/f1';
+import { choice, multipleChoice } from '../eval/multiple-choice';
+import { answer, exact, includes, match, pattern } from '../eval/scorers';
+import {
+  assistantMessage,
+  chainOfThought,
+  generate,
+  promptTemplate,
+  systemMessage,
+  userMessage,
+} from '../eval/solvers';
 import { isComposeFile, loadSandboxSpec } from '../sandbox/compose';
 import type { SandboxSpec } from '../sandbox/types';
 import { loadDataset, samplesFromRecords } from '../definition/dataset';
@@ -93,6 +97,12 @@ export async function loadDefinition(
     throw result.reason;
   });
   if (issues.length > 0) throw new ConfigError(issues);
+  const choiceIssues = definition.tasks.flatMap((task, i) =>
+    multipleChoiceProblems(task, (datasets[i] as PromiseFulfilledResult<Sample[]>).value).map(
+      (message): ConfigIssue => ({ file, path: `tasks.${i}.dataset`, message }),
+    ),
+  );
+  if (choiceIssues.length > 0) throw new ConfigError(choiceIssues);
   definition.tasks.forEach((task, i) => {
     const dataset = (datasets[i] as PromiseFulfilledResult<Sample[]>).value;
     const needing = dataset.filter((s) => s.files !== undefined || s.setup !== undefined).length;
@@ -251,7 +261,15 @@ function identityOf(
     solver: task.solver.map((ref) => {
       switch (ref.type) {
         case 'system_message':
-          return { system_message: ref.text };
+        case 'user_message':
+        case 'assistant_message':
+          return { [ref.type]: ref.text };
+        case 'prompt_template':
+          return { prompt_template: ref.template };
+        case 'chain_of_thought':
+          return { chain_of_thought: ref.template ?? {} };
+        case 'multiple_choice':
+          return { multiple_choice: ref.options };
         case 'generate':
           return { generate: ref.config };
         case 'agent':
@@ -260,12 +278,7 @@ function identityOf(
           return functionIdentity(ref.solver);
       }
     }),
-    scorer:
-      task.scorer.type === 'custom'
-        ? functionIdentity(task.scorer.scorer)
-        : task.scorer.type === 'exact'
-          ? { exact: {} }
-          : { [task.scorer.type]: task.scorer.options },
+    scorer: scorerIdentity(task.scorer),
     dataset: datasetDigest(dataset),
     epochs: task.epochs,
     config: { ...task.config },
@@ -273,10 +286,35 @@ function identityOf(
   };
 }
 
+/** A built-in scorer by its name and options, as a module's `withIdentity` marks one. */
+function scorerIdentity(ref: ScorerRef): unknown {
+  switch (ref.type) {
+    case 'custom':
+      return functionIdentity(ref.scorer);
+    case 'exact':
+    case 'choice':
+      return { [ref.type]: {} };
+    case 'answer':
+      return { answer: ref.kind };
+    default:
+      return { [ref.type]: ref.options };
+  }
+}
+
 function buildSolver(ref: SolverRef): Solver {
   switch (ref.type) {
     case 'system_message':
       return systemMessage(ref.text);
+    case 'user_message':
+      return userMessage(ref.text);
+    case 'assistant_message':
+      return assistantMessage(ref.text);
+    case 'prompt_template':
+      return promptTemplate(ref.template);
+    case 'chain_of_thought':
+      return chainOfThought(ref.template);
+    case 'multiple_choice':
+      return multipleChoice(ref.options);
     case 'generate':
       return generate(ref.config);
     case 'agent':
@@ -294,6 +332,14 @@ function buildScorer(ref: ScorerRef): Scorer {
       return includes(ref.options);
     case 'exact':
       return exact();
+    case 'choice':
+      return choice();
+    case 'pattern':
+      return pattern(ref.options);
+    case 'answer':
+      return answer(ref.kind);
+    case 'f1':
+      return f1(ref.options);
     case 'sandbox_check':
       return sandboxCheck(ref.options);
     case 'custom':

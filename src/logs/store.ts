@@ -16,7 +16,7 @@ import { promises as fs } from 'node:fs';
 import * as path from 'node:path';
 import { randomUUID } from 'node:crypto';
 import type { TaskIdentityRecord } from '../definition/identity';
-import type { ChatMessage, Score, TokenUsage } from '../definition/types';
+import type { ChatMessage, Choice, Score, TokenUsage } from '../definition/types';
 import type { SampleLimitHit } from '../eval/limits';
 import type { AttemptError } from '../eval/retries';
 import { ErrorType, ExitCode, StewardError } from '../errors';
@@ -41,6 +41,11 @@ export interface SampleRecord {
   metadata?: Record<string, unknown>;
   messages: ChatMessage[];
   output: string;
+  /**
+   * A multiple-choice sample's choices in the order the model saw them, each with its place in
+   * the dataset and whether the model picked it: the mapping a shuffle made.
+   */
+  choices?: Choice[];
   score: Score;
   scorer: string;
   usage: TokenUsage;

@@ -339,12 +339,21 @@ export function namedStep(step: unknown): { name: string; params: Record<string,
         return { name, params: value as Record<string, unknown> };
       }
       if (value === undefined) return { name, params: {} };
-      // Inspect's system_message takes its text as `template`.
-      return { name, params: name === 'system_message' ? { template: value } : { value } };
+      return { name, params: { [STEP_ARGUMENT[name] ?? 'value']: value } };
     }
   }
   return { name: String(step), params: {} };
 }
+
+/** What Inspect calls the one argument of a step written `{ name: value }`. */
+const STEP_ARGUMENT: Record<string, string> = {
+  system_message: 'template',
+  user_message: 'template',
+  assistant_message: 'template',
+  prompt_template: 'template',
+  chain_of_thought: 'template',
+  answer: 'pattern',
+};
 
 function key(id: string | number, epoch: number): string {
   return `${typeof id}:${id}:${epoch}`;

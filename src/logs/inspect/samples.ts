@@ -5,7 +5,7 @@
  * rebuilt log is the same file.
  */
 import { createHash } from 'node:crypto';
-import type { ChatMessage, ScoreValue, TokenUsage } from '../../definition/types';
+import type { ChatMessage, Choice, ScoreValue, TokenUsage } from '../../definition/types';
 import type { SampleErrorRecord, SampleRecord } from '../store';
 import type { AttemptError } from '../../eval/retries';
 
@@ -51,6 +51,7 @@ export interface InspectScore {
   value: ScoreValue;
   answer?: string;
   explanation?: string;
+  reason?: string;
   history: [];
 }
 
@@ -65,6 +66,8 @@ export interface InspectSample {
   id: string | number;
   epoch: number;
   input: string | InspectMessage[];
+  /** The sample's choices in the dataset's order (a shuffle's order is in the score's explanation). */
+  choices?: string[];
   target: string | string[];
   messages: InspectMessage[];
   output: {
@@ -96,6 +99,7 @@ export type InspectSampleSummary = Pick<
   | 'id'
   | 'epoch'
   | 'input'
+  | 'choices'
   | 'target'
   | 'metadata'
   | 'scores'
@@ -130,6 +134,7 @@ export function completedSample(record: SampleRecord, evalId: string): InspectSa
     id: record.sample_id,
     epoch: record.epoch,
     input: typeof record.input === 'string' ? record.input : toMessages(record.input, record.model, `${seed}:input`),
+    ...(record.choices !== undefined ? { choices: originalChoices(record.choices) } : {}),
     target: record.target,
     messages,
     output: {
@@ -210,6 +215,7 @@ export function sampleSummary(sample: InspectSample): InspectSampleSummary {
     id: sample.id,
     epoch: sample.epoch,
     input: sample.input,
+    ...(sample.choices !== undefined ? { choices: sample.choices } : {}),
     target: sample.target,
     metadata: sample.metadata,
     scores: sample.scores,
@@ -292,11 +298,19 @@ function toToolCall(id: string, name: string, args: string): InspectToolCall {
   };
 }
 
+/** The choices as the dataset ordered them, whatever order the model saw. */
+function originalChoices(choices: Choice[]): string[] {
+  return [...choices]
+    .sort((a, b) => a.original_position - b.original_position)
+    .map((choice) => choice.value);
+}
+
 function toScore(score: SampleRecord['score']): InspectScore {
   return {
     value: score.value,
     ...(score.answer !== undefined ? { answer: score.answer } : {}),
     ...(score.explanation !== undefined ? { explanation: score.explanation } : {}),
+    ...(score.reason !== undefined ? { reason: score.reason } : {}),
     history: [],
   };
 }
