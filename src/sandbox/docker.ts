@@ -194,11 +194,27 @@ async function openService(
   return new ServiceHandle(spec, container, info.Config.WorkingDir || '/');
 }
 
+/**
+ * How long the default service must keep running after its start. Inspected at once, a command
+ * that exits at once (`true`) could still show as running on a busy host, and the sandbox was
+ * handed out with no default service behind it.
+ */
+const START_GRACE_MS = 500;
+
 async function assertRunning(
   container: Docker.Container,
   service: string,
   project: string,
 ): Promise<void> {
+  const stop = new AbortController();
+  let timer: NodeJS.Timeout | undefined;
+  // Docker answers the wait when the container stops; past the grace it is abandoned.
+  await Promise.race([
+    container.wait({ condition: 'not-running', abortSignal: stop.signal }).catch(() => undefined),
+    new Promise((resolve) => (timer = setTimeout(resolve, START_GRACE_MS))),
+  ]);
+  clearTimeout(timer);
+  stop.abort();
   const info = await container.inspect();
   if (info.State.Running) return;
   throw ApplicationFailure.create({
